@@ -1,0 +1,62 @@
+"""Numbered problem codes (tldr-lint style): each has a stable number, a name and a remedy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Code:
+    code: str
+    name: str
+    remedy: str
+
+
+CODES: dict[str, Code] = {
+    c.code: c
+    for c in [
+        Code("KB001", "yaml-syntax", "fix the YAML at that position (quote strings holding ': ' or '#', check indentation)"),
+        Code("KB002", "not-an-entry", "an entry is a mapping with id, title, signatures, ...: run `kvkb new <id>` for a skeleton"),
+        Code("KB003", "unreadable-file", "make the file readable UTF-8 text"),
+        Code("KB010", "missing-key", "add the key; `kvkb new <id>` shows every required key with a comment"),
+        Code("KB011", "invalid-value", "give the value the type and form the schema asks for (kb/schema.json)"),
+        Code("KB012", "unknown-key", "remove the key or rename it to the known key suggested"),
+        Code("KB013", "duplicate-key", "keep one of the keys: YAML would silently keep only the last"),
+        Code("KB020", "id-not-file-name", "rename the file to <id>.yaml or change the id"),
+        Code("KB021", "duplicate-id", "ids are unique across kb/ and within an entry's signatures, causes and fixes"),
+        Code("KB022", "dangling-related", "point 'related' at an existing entry id, or add that entry"),
+        Code("KB030", "invalid-version-range", "write a PEP 440 range such as '>=0.9.1,<=0.21.0'"),
+        Code("KB040", "bad-template", "use {lower_snake} placeholders separated by literal text"),
+        Code("KB041", "backtracking-template", "put literal text between placeholders so matching stays linear"),
+        Code("KB042", "sample-mismatch", "make the sample the verbatim vLLM line, or fix the template so it matches it"),
+        Code("KB043", "must-match-missed", "kbmatch must name this entry on the sample; improve the signature or the sample"),
+        Code("KB044", "must-not-match-hit", "the must-not-match sample is matched confidently; make the signature more specific"),
+        Code("KB050", "unknown-fix-placeholder", "use a placeholder from the entry's signatures or one kbmatch derives"),
+        Code("KB051", "ineffective-without-code", "give the ineffective fix a 'code' program so its failure is proven"),
+        Code("KB052", "code-not-runnable", "broken_code/fixed_code must be valid Python with an `if __name__ == \"__main__\":` guard"),
+    ]
+}
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    path: str
+    line: int
+    column: int
+    code: str
+    message: str
+
+    @property
+    def remedy(self) -> str:
+        return CODES[self.code].remedy
+
+    def format(self) -> str:
+        return f"{self.path}:{self.line}:{self.column}: {self.code} {self.message}\n    remedy: {self.remedy}"
+
+
+class EntryError(Exception):
+    """Raised where one bad entry must stop a build (site, index): carries every problem found."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = sorted(problems)
+        super().__init__("\n".join(p.format() for p in self.problems))

@@ -1,0 +1,253 @@
+"""The entry model: the one definition of what a kb/<id>.yaml file holds.
+
+The site, the matcher's index builder, the linter and the reproduction runner all validate entries
+through these classes (via kvkb.loader); kb/schema.json is generated from them for editors and is
+kept equal to them by a test.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+from typing import Annotated, Literal
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+ID_RE = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
+PLACEHOLDER_RE = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
+
+KebabId = Annotated[str, Field(pattern=ID_RE, min_length=3, max_length=64)]
+# signature ids carry versions ("v1-0.9-to-0.21"), so dots are allowed there
+SignatureId = Annotated[str, Field(pattern=r"^[a-z0-9]+(?:[-.][a-z0-9]+)*$", min_length=2, max_length=64)]
+Markdown = Annotated[str, Field(min_length=1, description="Markdown text")]
+
+
+class _Strict(BaseModel):
+    # Unknown keys are errors (lint KB012 names the closest known key); no silent typos.
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=False)
+
+
+class Severity(str, Enum):
+    fatal = "fatal"  # the engine does not start or dies
+    error = "error"  # a request fails, the server lives
+    warning = "warning"  # degraded (e.g. preemption), nothing fails
+
+
+class FixTime(str, Enum):
+    minutes = "minutes"  # change one flag and restart
+    hour = "hour"  # needs measuring, a different GPU split, quantised weights...
+    report = "report"  # not fixable by the user: a bug to report upstream
+
+
+class Phase(str, Enum):
+    startup = "startup"
+    serving = "serving"
+
+
+class Category(str, Enum):
+    kv_capacity = "kv-capacity"
+    gpu_memory = "gpu-memory"
+    cpu_backend = "cpu-backend"
+    swap = "swap"
+    config = "config"
+    request = "request"
+    engine_wrapper = "engine-wrapper"
+    allocator = "allocator"
+    misinformation = "misinformation"
+
+
+class Engine(str, Enum):
+    v0 = "v0"
+    v1 = "v1"
+    any = "any"
+
+
+class Backend(str, Enum):
+    cuda = "cuda"
+    rocm = "rocm"
+    cpu = "cpu"
+    xpu = "xpu"
+    any = "any"
+
+
+class FixStatus(str, Enum):
+    verified = "verified"  # a reproduction showed it resolves the error
+    ineffective = "ineffective"  # a reproduction (or vLLM itself) showed it does not
+    unverified = "unverified"  # not run yet
+
+
+class Risk(str, Enum):
+    low = "low"
+    medium = "medium"
+    high = "high"
+
+
+def _check_versions(value: str) -> str:
+    """A PEP 440 specifier set such as '>=0.9.1,<=0.21.0'; empty is not allowed."""
+    try:
+        spec = SpecifierSet(value)
+    except InvalidSpecifier as exc:
+        raise ValueError(f"invalid version range {value!r}: {exc}") from None
+    if not str(spec):
+        raise ValueError("version range is empty; use e.g. '>=0.4.1'")
+    return value
+
+
+Versions = Annotated[
+    str,
+    Field(
+        description="PEP 440 version range of vLLM releases, e.g. '>=0.9.1,<=0.21.0'",
+        examples=[">=0.22.0", ">=0.9.1,<=0.21.0"],
+    ),
+]
+
+
+class Signature(_Strict):
+    """One observed wording of the error, as one vLLM release range prints it."""
+
+    id: SignatureId = Field(description="stable id of this wording within the entry, e.g. 'v1-0.22'")
+    exception: str | None = Field(
+        description="exception class as printed (ValueError, torch.OutOfMemoryError); "
+        "null for a log line that is not an exception (warnings, INFO lines)",
+    )
+    level: Literal["ERROR", "WARNING", "INFO"] | None = Field(
+        default=None, description="log level when the signature is a log line rather than an exception"
+    )
+    template: str = Field(
+        min_length=10,
+        description="the message after 'Type: ' with variable parts as {named_placeholders}",
+    )
+    versions: Versions
+    engine: Engine
+    backend: Backend
+    samples: list[str] = Field(
+        min_length=1, description="verbatim lines as vLLM prints them (after 'Type: ' is fine too)"
+    )
+    note: str | None = None
+
+    _v = field_validator("versions")(classmethod(lambda cls, v: _check_versions(v)))
+
+    @property
+    def placeholders(self) -> list[str]:
+        return PLACEHOLDER_RE.findall(self.template)
+
+    @model_validator(mode="after")
+    def _exception_or_level(self) -> "Signature":
+        if self.exception is None and self.level is None:
+            raise ValueError("a signature needs 'exception' (an exception line) or 'level' (a log line)")
+        return self
+
+
+class Fix(_Strict):
+    """One change a user can make. cli/python/env may carry {placeholders} that kbmatch fills."""
+
+    id: KebabId
+    title: str = Field(min_length=3)
+    cli: str | None = Field(default=None, description="vllm serve form, e.g. 'vllm serve MODEL --max-model-len {max_model_len_fit}'")
+    python: str | None = Field(default=None, description="Python form, e.g. 'LLM(model=MODEL, max_model_len={max_model_len_fit})'")
+    env: str | None = Field(default=None, description="environment variable form, when an env var is the knob")
+    versions: Versions = ">=0.4.1"
+    risk: Risk = Risk.low
+    risk_note: str | None = None
+    status: FixStatus = FixStatus.unverified
+    why: Markdown | None = Field(default=None, description="why the fix works (or, when ineffective, why not)")
+    code: str | None = Field(
+        default=None,
+        description="the broken code with this fix applied; the reproduction runner runs it "
+        "(required for ineffective fixes so their failure is proven)",
+    )
+
+    _v = field_validator("versions")(classmethod(lambda cls, v: _check_versions(v)))
+
+    @model_validator(mode="after")
+    def _has_a_form(self) -> "Fix":
+        if not (self.cli or self.python or self.env):
+            raise ValueError("a fix needs at least one of 'cli', 'python' or 'env'")
+        return self
+
+
+class IneffectiveFix(Fix):
+    """Advice that circulates and does not work: an invented flag, a knob with no effect here."""
+
+    status: FixStatus = FixStatus.ineffective
+    claim: str = Field(min_length=3, description="what the circulating advice says")
+    reason: Markdown = Field(description="why it does nothing, with the proof (vLLM's own output or source)")
+
+
+class Cause(_Strict):
+    id: KebabId
+    title: str = Field(min_length=3)
+    diagnosis: Markdown = Field(description="how to tell this cause from the others (log lines, numbers)")
+    fixes: list[Fix] = Field(min_length=1)
+
+
+class Related(_Strict):
+    id: KebabId
+    relation: Literal["next", "cause", "wrapper", "see-also", "confused-with"] = "see-also"
+    note: str | None = None
+
+
+class Reference(_Strict):
+    title: str
+    url: str | None = None
+    source: str | None = Field(default=None, description="vLLM source path, e.g. vllm/v1/core/kv_cache_utils.py")
+    versions: Versions | None = None
+
+    @model_validator(mode="after")
+    def _has_target(self) -> "Reference":
+        if not (self.url or self.source):
+            raise ValueError("a reference needs 'url' or 'source'")
+        return self
+
+
+class Verify(_Strict):
+    text: Markdown
+    log_lines: list[str] = Field(
+        default_factory=list,
+        description="log line templates that show the fix took, e.g. '{device} KV cache size: {kv_tokens} tokens'",
+    )
+
+
+class Samples(_Strict):
+    """semgrep-style: pastes that must match this entry, and pastes that must not."""
+
+    match: list[str] = Field(min_length=1)
+    no_match: list[str] = Field(default_factory=list)
+
+
+class Entry(_Strict):
+    schema_: str | None = Field(default=None, alias="$schema", description="editor hint; ignored")
+    id: KebabId
+    title: str = Field(min_length=5, description="the error as users see it")
+    summary: str = Field(min_length=10, max_length=400, description="one or two sentences")
+    severity: Severity
+    fix_time: FixTime
+    phase: Phase
+    category: Category
+    tags: list[str] = Field(default_factory=list)
+    signatures: list[Signature] = Field(min_length=1)
+    meaning: Markdown = Field(description="what the error means, in plain words")
+    causes: list[Cause] = Field(min_length=1, description="ranked, most common first")
+    ineffective: list[IneffectiveFix] = Field(
+        default_factory=list, description="advice that does not work, with the reason"
+    )
+    broken_code: str | None = Field(default=None, description="Python that raises this error")
+    fixed_code: str | None = Field(default=None, description="the same program, fixed; it starts and generates")
+    workaround: Markdown | None = None
+    prevention: Markdown | None = None
+    detection: Markdown | None = None
+    verify: Verify
+    related: list[Related] = Field(default_factory=list)
+    references: list[Reference] = Field(min_length=1)
+    samples: Samples
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @property
+    def all_fixes(self) -> list[Fix]:
+        return [fix for cause in self.causes for fix in cause.fixes] + list(self.ineffective)
+
+    @property
+    def top_fix(self) -> Fix:
+        return self.causes[0].fixes[0]

@@ -1,0 +1,296 @@
+"""Matcher: paste in, Report out (root cause, matches best first, each with its filled fix and why).
+
+    from kvkb.matcher.engine import Matcher
+    report = Matcher.load().match(text)      # kbmatch: precompiled index, no pydantic
+    report = Matcher.from_entries(entries).match(text)   # kvkb lint: entries already validated
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from . import fill, read
+from .score import Table
+from .segment import Record, segment, split_lines, stage
+
+DEFAULT_BASE_URL = "https://kvkb.github.io/kvkb/"
+NEW_ISSUE_URL = "https://github.com/kvkb/kvkb/issues/new"
+CUTOFF = 80.0  # a confident match scores at least this...
+MARGIN = 8.0  # ...and beats the best other entry for the same line by this much
+POSSIBLE = 55.0  # shown as "possible" when nothing is confident
+STAGE_BONUS = 10.0  # the traceback shows the stage (load, CUDA-graph capture, serving) an entry is about
+MAX_RECORDS = 5000  # distinct records kept from one input (bounded memory on huge logs)
+MAX_CONTEXT = 4 << 20  # characters of text kept for reading numbers off other lines
+_SEVERITY = {"fatal": 3, "error": 2, "warning": 1}
+
+
+@dataclass
+class Match:
+    id: str
+    title: str
+    score: float
+    confident: bool
+    signature: dict
+    line: str  # the normalised line that matched
+    text: str  # the same line as the user's log has it (prefixes stripped)
+    line_no: int
+    params: dict
+    fix: str | None
+    fix_forms: dict
+    fix_title: str
+    url: str
+    runner_up: dict | None = None
+    stage: str | None = None
+    notes: dict = field(default_factory=dict)
+    category: str = ""
+    severity: str = ""
+
+    def to_dict(self) -> dict:
+        return {
+            "id": self.id,
+            "score": round(self.score, 1),
+            "confident": self.confident,
+            "signature": self.signature,
+            "line": self.line,
+            "params": self.params,
+            "fix": self.fix,
+            "url": self.url,
+            "title": self.title,
+            "line_no": self.line_no,
+            "fix_title": self.fix_title,
+            "fix_forms": self.fix_forms,
+            "runner_up": self.runner_up,
+            "notes": self.notes,
+        }
+
+
+@dataclass
+class Report:
+    root_cause: str | None
+    matches: list[Match]
+    records: int = 0
+    bytes: int = 0
+    lines: int = 0
+    new_issue_url: str | None = None
+    first_error: str | None = None
+
+    @property
+    def confident(self) -> list[Match]:
+        return [m for m in self.matches if m.confident]
+
+    def to_dict(self) -> dict:
+        return {"matches": [m.to_dict() for m in self.matches], "root_cause": self.root_cause}
+
+
+class Matcher:
+    def __init__(self, index: dict, base_url: str | None = None):
+        self.index = index
+        self.entries = index["entries"]
+        self.table = Table(index["signatures"])
+        self.anchors = [a.encode() for a in index.get("anchors", ["rror", "WARN"])]
+        base = base_url or os.environ.get("KVKB_BASE_URL") or DEFAULT_BASE_URL
+        self.base_url = base.rstrip("/") + "/"
+        self._regex: dict[str, re.Pattern] = {}
+
+    @classmethod
+    def from_entries(cls, entries: list, base_url: str | None = None) -> "Matcher":
+        from .index import build
+
+        return cls(build(list(entries))[0], base_url)
+
+    @classmethod
+    def load(cls, directory: Path | None = None, base_url: str | None = None) -> "Matcher":
+        from .index import load
+
+        return cls(load(directory), base_url)
+
+    def url(self, entry_id: str) -> str:
+        return f"{self.base_url}errors/{entry_id}/"
+
+    # --- matching ------------------------------------------------------------------------------
+
+    def match(self, text: str | bytes) -> Report:
+        data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+        return self.match_stream(io.BytesIO(data))
+
+    def match_stream(self, stream: BinaryIO) -> Report:
+        stats = read.Stats()
+        records: list[Record] = []
+        seen: set[tuple] = set()
+        cues: set[str] = set()
+        context: list[str] = []
+        kept = 0
+        for first, window in read.windows(stream, self.anchors, stats):
+            lines = split_lines(window)
+            recs, window_cues = segment([(first + k, ln) for k, ln in enumerate(lines)])
+            cues |= window_cues
+            if kept < MAX_CONTEXT:
+                context.append(window[: MAX_CONTEXT - kept])
+                kept += len(context[-1])
+            for r in recs:
+                key = (r.kind, r.type, r.norm)
+                if key in seen or len(seen) >= MAX_RECORDS:
+                    continue
+                seen.add(key)
+                records.append(r)
+        report = self._decide(records, frozenset(cues), "\n".join(context))
+        report.bytes, report.lines, report.records = stats.bytes, stats.lines, len(records)
+        return report
+
+    def scores(self, line: str) -> dict[str, float]:
+        """Best base score per entry for one line (no stage bonus): how close each entry comes."""
+        recs, _ = segment([(1, line)])
+        out: dict[str, float] = {}
+        for rec in recs:
+            for base, si in self.table.score(rec, 0.0):
+                eid = self.entries[self.table.sigs[si]["entry"]]["id"]
+                out[eid] = max(out.get(eid, 0.0), base)
+        return out
+
+    def _entry_bonus(self, entry: dict, record_stage: str | None) -> float:
+        if entry["category"] == "engine-wrapper":
+            return 0.0
+        graph = "graph" in entry["id"] or any("graph" in t for t in entry.get("tags", ()))
+        if record_stage == "cudagraph":
+            return STAGE_BONUS if graph else 0.0
+        if record_stage == "serving":
+            return STAGE_BONUS if entry["phase"] == "serving" else 0.0
+        # startup, or no sign of serving at all: a failure before the server came up
+        return STAGE_BONUS if entry["phase"] == "startup" and not graph else 0.0
+
+    def _score_record(self, record: Record, global_stage: str | None):
+        """[(final, base, sig index, record stage)] per entry (best signature each), best first."""
+        scored = self.table.score(record, POSSIBLE - STAGE_BONUS)
+        if not scored:
+            return []
+        record_stage = stage(record.cues) or global_stage
+        best: dict[int, tuple[float, float, int]] = {}
+        for base, si in scored:
+            ei = self.table.sigs[si]["entry"]
+            final = base + self._entry_bonus(self.entries[ei], record_stage)
+            cur = best.get(ei)
+            if cur is None or (final, base) > (cur[0], cur[1]) or (
+                (final, base) == (cur[0], cur[1]) and self._variant_better(record, si, cur[2])
+            ):
+                best[ei] = (final, base, si)
+        ranked = sorted(best.values(), key=lambda t: (-t[0], -t[1]))
+        return [(f, b, si, record_stage) for f, b, si in ranked]
+
+    def _variant_better(self, record: Record, si: int, sj: int) -> bool:
+        """Two wordings of one entry tie after canonicalisation: prefer the one whose exact text matches."""
+        return bool(self._compiled(si).search(record.message)) and not self._compiled(sj).search(record.message)
+
+    def _compiled(self, si: int) -> re.Pattern:
+        pat = self.table.sigs[si]["regex"]
+        rx = self._regex.get(pat)
+        if rx is None:
+            rx = self._regex[pat] = re.compile(pat)
+        return rx
+
+    def _decide(self, records: list[Record], cues: frozenset[str], context_text: str) -> Report:
+        global_stage = stage(cues)
+        confident: dict[str, Match] = {}
+        possible: dict[str, Match] = {}
+        context = None
+        first_error = None
+        for rec in records:
+            if first_error is None and rec.kind in ("exception", "inner") or (first_error is None and rec.level in ("ERROR", "CRITICAL")):
+                first_error = rec
+            ranked = self._score_record(rec, global_stage)
+            if not ranked:
+                continue
+            final, base, si, rstage = ranked[0]
+            runner = ranked[1] if len(ranked) > 1 else None
+            is_conf = base >= CUTOFF and (runner is None or final - runner[0] >= MARGIN)
+            entry = self.entries[self.table.sigs[si]["entry"]]
+            if is_conf and entry["id"] in confident:
+                continue
+            if not is_conf and (entry["id"] in confident or (entry["id"] in possible and possible[entry["id"]].score >= final)):
+                continue
+            if context is None:
+                context = fill.context_values(context_text)
+            m = self._build(rec, entry, si, final, is_conf, runner, rstage, context)
+            (confident if is_conf else possible)[entry["id"]] = m
+        for eid in confident:
+            possible.pop(eid, None)
+        conf = list(confident.values())  # log order
+        root = None
+        primary = [m for m in conf if m.category != "engine-wrapper"] or conf
+        if primary:
+            root = max(primary, key=lambda m: (_SEVERITY.get(m.severity, 0), -m.line_no))
+        ordered = ([root] if root else []) + [m for m in conf if m is not root]
+        ordered += sorted(possible.values(), key=lambda m: -m.score)
+        report = Report(root.id if root else None, ordered)
+        if root is None:
+            shown = first_error or (records[0] if records else None)
+            report.first_error = shown.text if shown else None
+            report.new_issue_url = new_issue_url(shown.norm if shown else "", shown.text if shown else "")
+        return report
+
+    def _build(self, rec: Record, entry: dict, si: int, final: float, is_conf: bool, runner, rstage, context) -> Match:
+        sig = self.table.sigs[si]
+        params = self._params(rec, si)
+        values, notes = fill.all_values(params, context)
+        fix = entry["fix"]
+        forms = {k: fill.fill(fix.get(k), values) for k in ("cli", "python", "env") if fix.get(k)}
+        runner_up = None
+        if runner is not None:
+            rsig = self.table.sigs[runner[2]]
+            runner_up = {"id": self.entries[rsig["entry"]]["id"], "signature": rsig["id"], "score": round(runner[0], 1)}
+        used = set(re.findall(r"\{([a-z_][a-z0-9_]*)\}", " ".join(v for v in fix.values() if isinstance(v, str))))
+        return Match(
+            id=entry["id"],
+            title=entry["title"],
+            score=min(final, 100.0) if is_conf else final,
+            confident=is_conf,
+            signature={"id": sig["id"], "versions": sig["versions"], "engine": sig["engine"], "backend": sig["backend"]},
+            line=rec.norm,
+            text=rec.text,
+            line_no=rec.line,
+            params=params,
+            fix=next(iter(forms.values()), None),
+            fix_forms=forms,
+            fix_title=fix["title"],
+            url=self.url(entry["id"]),
+            runner_up=runner_up,
+            stage=rstage,
+            notes={k: v for k, v in notes.items() if k in used},
+            category=entry["category"],
+            severity=entry["severity"],
+        )
+
+    def _params(self, rec: Record, si: int) -> dict[str, str]:
+        """The user's numbers, from the full template or, for a cut line, its longest prefix that matches."""
+        sig = self.table.sigs[si]
+        for pat in [sig["regex"], *sig.get("prefixes", [])]:
+            rx = self._regex.get(pat)
+            if rx is None:
+                rx = self._regex[pat] = re.compile(pat)
+            for text in (rec.message, _canon(rec.message)):
+                m = rx.search(text)
+                if m:
+                    return fill.clean_params(m.groupdict())
+        return {}
+
+
+def _canon(text: str) -> str:
+    from .normalize import canonical
+
+    return canonical(text)
+
+
+def new_issue_url(norm_line: str, line: str) -> str:
+    from urllib.parse import urlencode
+
+    title = f"New entry: {line[:120]}" if line else "New entry"
+    body = (
+        "kbmatch found no confident match for this error.\n\n"
+        f"Normalised line:\n```\n{norm_line[:1500]}\n```\n\n"
+        "vLLM version, GPU/backend and the full log:\n"
+    )
+    return f"{NEW_ISSUE_URL}?" + urlencode({"template": "new-entry.yml", "title": title, "body": body})

@@ -1,0 +1,162 @@
+"""Fill fix templates with the user's numbers: the signature's own params plus kvkb.params.DERIVED.
+
+Pure functions. A value that cannot be computed from what the paste shows stays visible as
+`<name>`: nothing is invented. Every derived value comes with a note saying how it was computed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from .normalize import to_number
+
+BLOCK = 16  # the GPU KV block size; a max_model_len that is a multiple of it wastes no block
+
+_CONTEXT_RES = [
+    # (names, regex): numbers vLLM prints on other lines of a startup log
+    (("free_gib", "total_gib"), re.compile(r"Free memory on device[^(\n]*\((-?[\d.]+)/([\d.]+) GiB\)")),
+    (("free_gib", "total_gib"), re.compile(r"Available memory on node \d+ \((-?[\d.]+)/([\d.]+) GiB\)")),
+    (("total_gib",), re.compile(r"total_gpu_memory \(([\d.]+) ?GiB\)")),
+    (("total_gib",), re.compile(r"total capacity of ([\d.]+) GiB")),
+    (("gpu_memory_utilization",), re.compile(r"desired (?:GPU|CPU) memory utilization \(([\d.]+),")),
+    (("gpu_memory_utilization",), re.compile(r"gpu[_-]memory[_-]utilization['\"]?[=: ]+([01]?\.\d+|1(?:\.0+)?)\b")),
+    (("max_model_len",), re.compile(r"max[_-]model[_-]len['\"]?[=: ]+(\d[\d,]*)\b")),
+    (("max_model_len",), re.compile(r"max seq len \((\d[\d,]*)\)")),
+    (("kv_cache_space_gib_now",), re.compile(r"VLLM_CPU_KVCACHE_SPACE[=: ]+(\d+)\b")),
+    (("kv_cache_space_gib_now",), re.compile(r"VLLM_CPU_KVCACHE_SPACE \(Gi?B\) for CPU backend is not set, using (\d+) by default")),
+]
+
+
+def context_values(text: str) -> dict[str, float]:
+    """Numbers found anywhere in the paste; the first occurrence wins (the startup lines)."""
+    found: dict[str, float] = {}
+    for names, rx in _CONTEXT_RES:
+        if all(n in found for n in names):
+            continue
+        m = rx.search(text)
+        if not m:
+            continue
+        for name, value in zip(names, m.groups()):
+            num = to_number(value)
+            if num is not None and name not in found:
+                found[name] = num
+    return found
+
+
+def numbers(params: dict[str, str]) -> dict[str, float]:
+    out = {}
+    for k, v in params.items():
+        num = to_number(v)
+        if num is not None:
+            out[k] = num
+    return out
+
+
+def _gib(v: dict[str, float], name: str) -> float | None:
+    if name + "_gib" in v:
+        return v[name + "_gib"]
+    if name + "_gb" in v:  # vLLM <=0.8.2 printed GB for what were binary GiB
+        return v[name + "_gb"]
+    return None
+
+
+def _fmt(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:.2f}".rstrip("0")
+
+
+def derive(v: dict[str, float]) -> tuple[dict[str, str], dict[str, str]]:
+    """(values, notes) for each DERIVED name that the numbers allow."""
+    values: dict[str, str] = {}
+    notes: dict[str, str] = {}
+    needed, available = _gib(v, "needed"), _gib(v, "available")
+    mml = v.get("max_model_len")
+
+    est = v.get("estimated_max_len")
+    if est and est > 0:
+        values["max_model_len_fit"] = _fmt(int(est))
+        notes["max_model_len_fit"] = f"vLLM's own estimate of the longest context that fits: {int(est)}"
+    elif v.get("kv_tokens"):
+        fit = int(v["kv_tokens"]) // BLOCK * BLOCK
+        if fit > 0:
+            values["max_model_len_fit"] = str(fit)
+            notes["max_model_len_fit"] = f"the KV cache holds {int(v['kv_tokens'])} tokens; rounded down to a multiple of {BLOCK}: {fit}"
+    elif mml and needed and available is not None and needed > 0:
+        fit = int(mml * available / needed) // BLOCK * BLOCK
+        if fit > 0:
+            values["max_model_len_fit"] = str(fit)
+            notes["max_model_len_fit"] = (
+                f"KV memory grows linearly with context: {int(mml)} x {_fmt(available)}/{_fmt(needed)} GiB, "
+                f"rounded down to a multiple of {BLOCK}: {fit} (approximate: vLLM rounds the GiB figures)"
+            )
+
+    total, util = v.get("total_gib"), v.get("gpu_memory_utilization")
+    if needed and available is not None and total and util:
+        target = util + (needed - available) / total
+        fit = math.ceil(target * 100 - 1e-9) / 100
+        if fit <= 0.99:
+            values["gpu_memory_utilization_fit"] = f"{fit:.2f}"
+            notes["gpu_memory_utilization_fit"] = (
+                f"{_fmt(util)} + ({_fmt(needed)} - {_fmt(available)} GiB missing) / {_fmt(total)} GiB total = {target:.3f}, rounded up"
+            )
+        else:
+            notes["gpu_memory_utilization_fit"] = (
+                f"would need {target:.2f} of the {_fmt(total)} GiB device: no utilisation fits; lower max_model_len instead"
+            )
+
+    free = v.get("free_gib")
+    if free is not None and total:
+        fit = math.floor(free / total * 100) / 100
+        if fit > 0:
+            values["gpu_memory_utilization_free"] = f"{fit:.2f}"
+            notes["gpu_memory_utilization_free"] = f"{_fmt(free)} GiB free of {_fmt(total)} GiB = {free / total:.3f}, rounded down"
+        else:
+            notes["gpu_memory_utilization_free"] = f"only {_fmt(free)} GiB of {_fmt(total)} GiB is free: free the device first"
+
+    space = v.get("kv_cache_space_gib_now")
+    if needed is not None and needed >= 0:
+        gib = max(1, math.ceil(needed + 0.01))
+        values["kv_cache_space_gib"] = str(gib)
+        notes["kv_cache_space_gib"] = f"one {_fmt(mml) if mml else 'max_model_len'}-token request needs {_fmt(needed)} GiB of KV; whole GiB with headroom: {gib}"
+    elif mml and v.get("kv_tokens") and space:
+        gib = math.ceil(space * mml / v["kv_tokens"])
+        values["kv_cache_space_gib"] = str(gib)
+        notes["kv_cache_space_gib"] = f"{_fmt(space)} GiB holds {int(v['kv_tokens'])} tokens; {int(mml)} tokens need {gib} GiB"
+
+    if mml:
+        batched = v.get("max_num_batched_tokens", 0)
+        values["max_num_batched_tokens_fit"] = str(int(max(mml, batched)))
+        notes["max_num_batched_tokens_fit"] = f"at least max_model_len ({int(mml)})"
+    return values, notes
+
+
+_PH_RE = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
+
+
+def fill(text: str | None, values: dict[str, str]) -> str | None:
+    if text is None:
+        return None
+    return _PH_RE.sub(lambda m: values.get(m.group(1)) or f"<{m.group(1)}>", text)
+
+
+def clean_params(raw: dict[str, str]) -> dict[str, str]:
+    """Strip what a lazy capture drags along ('3984)' from a cut line, surrounding spaces)."""
+    out = {}
+    for k, val in raw.items():
+        if val is None:
+            continue
+        val = val.strip()
+        if to_number(val) is not None and re.fullmatch(r"[(\[]?-?\d[\d,.]*[)\]]?[.,;:]?", val):
+            val = val.strip("()[].,;:")
+        out[k] = val
+    return out
+
+
+def all_values(params: dict[str, str], context: dict[str, float]) -> tuple[dict[str, str], dict[str, str]]:
+    """Placeholder values for fix templates: raw params, then derived ones (params beat context)."""
+    nums = dict(context)
+    nums.update(numbers(params))
+    values, notes = derive(nums)
+    merged = {k: v for k, v in params.items()}
+    merged.update(values)
+    return merged, notes

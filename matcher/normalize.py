@@ -1,0 +1,120 @@
+"""Pure text clean-up for pasted logs: ANSI, transport prefixes, box borders, parameterisation.
+
+Two outputs per message: the *clean* text (prefixes gone, numbers kept: they feed the fix) and
+the *normalised* text (variable parts masked, known wording variants canonicalised) that the
+scorer compares with signature templates normalised the same way.
+"""
+
+from __future__ import annotations
+
+import re
+
+ANSI_BYTES_RE = re.compile(rb"\x1b(?:\[[0-9;:?<=>]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+ANSI_RE = re.compile(r"\x1b(?:\[[0-9;:?<=>]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+
+# Control characters other than tab; NULs and friends from binary junk must not reach the scorer.
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+# One transport prefix at the start of a line. Applied repeatedly: docker-compose + kubectl +
+# timestamp + process tag + vLLM logger prefix can all stack on one line.
+_LEVELS = r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)"
+_PREFIXES = [
+    # vLLM logger: "ERROR 11-20 10:12:01 [core.py:708] " (>=0.8) or "ERROR 10-16 05:20:48 registry.py:264] " (older)
+    re.compile(_LEVELS + r"\s+\d\d-\d\d\s+\d\d:\d\d:\d\d(?:[.,]\d+)?\s+(?:\[[^\]\s]+:\d+\]|[^\]\s]+:\d+\])\s?"),
+    # process tags: (EngineCore_DP0 pid=123), (VllmWorkerProcess pid=…), (RayWorkerWrapper pid=…, ip=…)
+    re.compile(r"\((?:[\w.:-]+\s+)?pid=\d+(?:,\s*ip=[\w.:-]+)?\)\s?"),
+    re.compile(r"\[rank\d+\]:\s?"),
+    # ISO / kubectl --timestamps: 2024-06-28T06:11:52.685Z, 2024-06-28 06:11:52,123
+    re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+"),
+    # kubectl logs --prefix: [pod/vllm-0/vllm]
+    re.compile(r"\[pod/[^\]\s]+\]\s"),
+    # docker compose: "vllm-1  | "
+    re.compile(r"[\w.-]+\s+\|\s"),
+    # uvicorn / python logging: "INFO:     ", "ERROR:vllm...:" is rare, not stripped
+    re.compile(_LEVELS + r":\s+"),
+    # syslog / journald: "Nov 22 02:05:01 host vllm[123]: "
+    re.compile(r"[A-Z][a-z]{2}\s+\d+\s\d\d:\d\d:\d\d\s\S+\s[\w.-]+(?:\[\d+\])?:\s"),
+]
+_PREFIX_HINT = re.compile(r"[A-Z(\[\d\w]")
+
+_BOX = "\u2500-\u257f\u2580-\u259f"
+_BOX_EDGE_RE = re.compile(rf"^\s*[{_BOX}]+\s?|\s?[{_BOX}]+\s*$")
+_BOX_ONLY_RE = re.compile(rf"^[\s{_BOX}+|=-]*[{_BOX}][\s{_BOX}+|=-]*$")
+
+
+def strip_ansi_bytes(data: bytes) -> bytes:
+    return ANSI_BYTES_RE.sub(b"", data) if b"\x1b" in data else data
+
+
+def clean_line(line: str) -> str:
+    """Remove ANSI, control characters and TUI box borders; keep everything else verbatim."""
+    if "\x1b" in line:
+        line = ANSI_RE.sub("", line)
+    line = _CONTROL_RE.sub("", line)
+    if _BOX_ONLY_RE.match(line):
+        return ""
+    return _BOX_EDGE_RE.sub("", line) if re.search(f"[{_BOX}]", line) else line
+
+
+def strip_prefixes(line: str) -> tuple[str, str | None, bool]:
+    """(content, log level or None, had a prefix). Leading indentation of the content is kept."""
+    level = None
+    prefixed = False
+    while line and _PREFIX_HINT.match(line):
+        for rx in _PREFIXES:
+            m = rx.match(line)
+            if m:
+                if "level" in rx.groupindex and m.group("level"):
+                    level = level or ("WARNING" if m.group("level").startswith("WARN") else m.group("level"))
+                line = line[m.end():]
+                prefixed = True
+                break
+        else:
+            break
+    return line, level, prefixed
+
+
+# --- parameterisation -------------------------------------------------------------------------
+
+_CANON = [
+    (re.compile(r"\bmodels's\b"), "model's"),  # vLLM <=0.21 typo; both wordings stay separate signatures
+    (re.compile(r"\btorch\.cuda\.OutOfMemoryError\b"), "torch.OutOfMemoryError"),
+]
+_MASKS = [
+    (re.compile(r"https?://\S+"), "<url>"),
+    (re.compile(r"(?:[A-Za-z]:)?(?:[/\\][\w.@+~-]+){2,}[/\\]?"), "<path>"),
+    (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>"),
+    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<uuid>"),
+    (re.compile(r"\b[0-9a-f]{12,}\b"), "<hex>"),
+    # numbers: 16,384 / 5.62 / -0.49 / 1e-5; the unit after them (GiB, MiB) is kept as a word
+    (re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?:[eE][+-]?\d+)?"), "<n>"),
+]
+_SPACE_RE = re.compile(r"\s+")
+
+
+def canonical(text: str) -> str:
+    for rx, repl in _CANON:
+        text = rx.sub(repl, text)
+    return text
+
+
+def normalise(text: str) -> str:
+    """Masked, canonical, lower-case, single-spaced: what the scorer compares."""
+    text = canonical(text)
+    for rx, repl in _MASKS:
+        text = rx.sub(repl, text)
+    return _SPACE_RE.sub(" ", text).strip().lower()
+
+
+_NUMBER_RE = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:[eE][+-]?\d+)?")
+
+
+def to_number(value: str) -> float | None:
+    """'16,384' -> 16384, '5.62' -> 5.62, ' 3984' -> 3984; None when not a number."""
+    m = _NUMBER_RE.search(value or "")
+    if not m:
+        return None
+    try:
+        return float(m.group(0).replace(",", ""))
+    except ValueError:
+        return None

@@ -1,0 +1,138 @@
+"""Terminal text for a Report and for `kbmatch --explain ID`. Colour is decided by the caller."""
+
+from __future__ import annotations
+
+import textwrap
+
+
+class Style:
+    def __init__(self, color: bool):
+        self.color = color
+
+    def _w(self, code: str, text: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
+
+    def bold(self, t: str) -> str:
+        return self._w("1", t)
+
+    def red(self, t: str) -> str:
+        return self._w("1;31", t)
+
+    def green(self, t: str) -> str:
+        return self._w("32", t)
+
+    def yellow(self, t: str) -> str:
+        return self._w("33", t)
+
+    def dim(self, t: str) -> str:
+        return self._w("2", t)
+
+
+def _short(text: str, n: int = 160) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _fix_lines(m, s: Style) -> list[str]:
+    out = [f"  {s.bold('fix')}   {m.fix_title}"]
+    for form, prompt in (("cli", "$ "), ("python", ">>> "), ("env", "env ")):
+        if form in m.fix_forms:
+            out.append(f"        {prompt}{s.green(m.fix_forms[form])}")
+    for name, note in m.notes.items():
+        out.append(s.dim(f"        {name}: {note}"))
+    return out
+
+
+def _why(m, s: Style) -> list[str]:
+    sig = m.signature
+    out = [
+        f"  {s.bold('why')}   line {m.line_no} matches signature {sig['id']} "
+        f"(vLLM {sig['versions']}, {sig['engine']} engine, {sig['backend']} backend), score {m.score:.1f}",
+    ]
+    if m.runner_up:
+        r = m.runner_up
+        out.append(f"        runner-up: {r['id']} ({r['signature']}) {r['score']:.1f}")
+    else:
+        out.append("        runner-up: none (no other entry comes close)")
+    if m.stage:
+        out.append(f"        stage from the traceback: {m.stage}")
+    out.append(s.dim(f"        normalised: {_short(m.line, 200)}"))
+    return out
+
+
+def report_text(report, top: int, color: bool) -> str:
+    s = Style(color)
+    lines: list[str] = []
+    conf = report.confident
+    if conf:
+        root = conf[0]
+        lines.append(f"{s.red('root cause')}  {s.bold(root.id)}  {root.title}")
+        lines.append(f"  {s.bold('error')} {_short(root.text, 240)}")
+        lines += _fix_lines(root, s)
+        lines += _why(root, s)
+        lines.append(f"  {s.bold('read')}  {root.url}")
+        others = conf[1:]
+        if others:
+            lines.append("")
+            lines.append(s.bold("also in this log") + " (in log order):")
+            for m in others[: max(0, top - 1)]:
+                lines.append(f"  line {m.line_no}: {s.bold(m.id)} (score {m.score:.1f}) {m.url}")
+                if m.fix:
+                    lines.append(f"        fix: {m.fix}")
+        return "\n".join(lines) + "\n"
+    lines.append(s.yellow("No confident match in the knowledge base."))
+    if report.first_error:
+        lines.append(f"  first error: {_short(report.first_error, 240)}")
+    possible = report.matches[:top]
+    if possible:
+        lines.append(s.bold("possible:"))
+        for m in possible:
+            why = f"runner-up {m.runner_up['id']} {m.runner_up['score']:.1f}" if m.runner_up else "below the confidence cutoff"
+            lines.append(f"  {m.id}  score {m.score:.1f} ({why})  {m.url}")
+    if report.new_issue_url:
+        lines.append("If this is a KV-cache or memory error, propose an entry (prefilled):")
+        lines.append(f"  {report.new_issue_url}")
+    return "\n".join(lines) + "\n"
+
+
+def _block(title: str, body: str, s: Style, width: int = 100) -> list[str]:
+    out = [s.bold(title)]
+    for para in body.strip().split("\n\n"):
+        raw = para.splitlines()
+        if any(ln.startswith(("  ", "-", "*", "|", "```")) for ln in raw):
+            out += ["  " + ln for ln in raw]
+        else:
+            out += textwrap.wrap(" ".join(raw), width, initial_indent="  ", subsequent_indent="  ")
+        out.append("")
+    return out
+
+
+def explain_text(entry: dict, url: str, color: bool) -> str:
+    s = Style(color)
+    out = [s.red(entry["id"]), s.bold(entry["title"]), ""]
+    out += _block("Summary", entry["summary"], s)
+    out += _block("What it means", entry["meaning"], s)
+    out.append(s.bold("Signatures (what vLLM prints)"))
+    for sig in entry["signatures"]:
+        kind = sig.get("exception") or sig.get("level")
+        out.append(f"  {sig['id']}  vLLM {sig['versions']}, {sig['engine']} engine, {sig['backend']} backend")
+        out.append(s.dim(f"    {kind}: {sig['template']}"))
+    out.append("")
+    for n, cause in enumerate(entry["causes"], 1):
+        out += _block(f"Cause {n}: {cause['title']}", cause["diagnosis"], s)
+        for fix in cause["fixes"]:
+            out.append(f"  fix: {fix['title']}  [{fix.get('status', 'unverified')}, risk {fix.get('risk', 'low')}, vLLM {fix.get('versions', '')}]")
+            for form, prompt in (("cli", "$ "), ("python", ">>> "), ("env", "env ")):
+                if fix.get(form):
+                    out.append("    " + prompt + s.green(fix[form]))
+        out.append("")
+    if entry.get("ineffective"):
+        out.append(s.bold("Advice that does not work"))
+        for fix in entry["ineffective"]:
+            out.append(f"  {fix['title']}: {fix['claim']}")
+            out += ["    " + ln for ln in textwrap.wrap(" ".join(fix["reason"].split()), 96)]
+        out.append("")
+    verify = entry.get("verify") or {}
+    if verify.get("text"):
+        out += _block("Check the fix took", verify["text"], s)
+    out.append(f"{s.bold('Read more')}  {url}")
+    return "\n".join(out) + "\n"

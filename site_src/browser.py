@@ -1,0 +1,155 @@
+"""Headless Debian chromium (via selenium + chromium-driver) against a locally served site.
+
+Used by tests/test_site_browser.py and by hand:
+
+    python -m kvkb.site_src.browser shot site/ errors/<id>/ .artifacts/page.png
+    python -m kvkb.site_src.browser search site/ "No available memory for the cache blocks"
+
+Install once with site_src/install-chromium.sh (apt: chromium chromium-driver; pip: selenium).
+Nothing here downloads anything: selenium is pointed at /usr/bin/chromedriver explicitly, so its
+driver manager never runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.server
+import shutil
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+# The closed network makes chromium stall on its background services without these.
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+)
+
+
+def missing() -> str | None:
+    """Why the browser cannot run here, or None when it can."""
+    for path in (CHROMIUM, CHROMEDRIVER):
+        if not Path(path).exists():
+            return f"{path} not found (apt-get install -y chromium chromium-driver)"
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return "selenium is not installed (pip install selenium)"
+    return None
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep test output readable
+        pass
+
+
+@contextlib.contextmanager
+def serve(site_dir: Path):
+    """Serve a built site on 127.0.0.1 (a free port); yields the base URL ending in '/'."""
+    handler = functools.partial(_QuietHandler, directory=str(site_dir))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextlib.contextmanager
+def chromium(width: int = 1280, height: int = 1000):
+    """A selenium driver for headless chromium with a fresh profile, closed on exit."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="kvkb-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in CHROMIUM_FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={profile}")
+    options.add_argument(f"--window-size={width},{height}")
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def search(driver, base_url: str, query: str, timeout: float = 15.0) -> list[str]:
+    """Type the query into material's search box like a user; return result page URLs, best first.
+
+    Each result group's first link is its page (material groups sections under their page).
+    """
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.get(base_url)
+    wait = WebDriverWait(driver, timeout)
+    # the search worker posts READY once the index is built; the input is usable before that,
+    # and queries typed early are queued by material until the worker is ready
+    box = wait.until(ec.element_to_be_clickable((By.CSS_SELECTOR, "input.md-search__input")))
+    box.click()
+    # like a paste: the whole text at once, then one real key so material's keyup handler runs
+    # (typing 200 characters one by one would run 200 searches)
+    driver.execute_script("arguments[0].value = arguments[1]", box, query)
+    box.send_keys(Keys.END)
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, ".md-search-result__item")
+               or "No matching" in d.find_element(By.CSS_SELECTOR, ".md-search-result__meta").text)
+    links = driver.find_elements(By.CSS_SELECTOR, ".md-search-result__item > a.md-search-result__link")
+    return [a.get_attribute("href").split("#")[0].split("?")[0] for a in links]
+
+
+def screenshot(driver, path: Path, full_page: bool = False) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if full_page:
+        height = driver.execute_script("return document.documentElement.scrollHeight")
+        width = driver.execute_script("return document.documentElement.clientWidth")
+        driver.set_window_size(max(width, 1280), min(height + 150, 16000))
+    driver.save_screenshot(str(path))
+
+
+def main(argv: list[str]) -> int:
+    usage = "usage: python -m kvkb.site_src.browser shot SITE_DIR PAGE OUT.png [--full] | search SITE_DIR QUERY"
+    if len(argv) < 3 or argv[0] not in ("shot", "search"):
+        print(usage, file=sys.stderr)
+        return 2
+    if why := missing():
+        print(f"error: {why}", file=sys.stderr)
+        return 1
+    site = Path(argv[1])
+    if not (site / "index.html").is_file():
+        print(f"error: {site}/index.html not found: build the site first (mkdocs build)", file=sys.stderr)
+        return 1
+    with serve(site) as base, chromium() as driver:
+        if argv[0] == "search":
+            for url in search(driver, base, argv[2]):
+                print(url.removeprefix(base))
+            return 0
+        if len(argv) < 4:
+            print(usage, file=sys.stderr)
+            return 2
+        driver.get(base + argv[2].lstrip("/"))
+        screenshot(driver, Path(argv[3]), full_page="--full" in argv)
+        print(argv[3])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,251 @@
+"""Entries -> Markdown pages (Jinja2 templates in site_src/templates). Pure: no mkdocs here.
+
+The mkdocs hook (site_src/hooks.py) feeds these strings to File.generated(); tests call them
+directly.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import yaml
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from packaging.specifiers import SpecifierSet
+
+from kvkb.entry import PLACEHOLDER_RE, Category, Entry, FixStatus, Phase
+
+from .results import Results, tail, verification
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+CATEGORY_TITLES = {
+    Category.kv_capacity: "KV-cache capacity",
+    Category.gpu_memory: "GPU memory",
+    Category.cpu_backend: "CPU backend",
+    Category.swap: "CPU swap space (V0)",
+    Category.config: "Configuration checks",
+    Category.request: "Per-request limits",
+    Category.engine_wrapper: "Engine-death wrappers",
+    Category.allocator: "Block allocator",
+    Category.misinformation: "Advice that does not work",
+}
+PHASE_TITLES = {
+    Phase.startup: "At startup (the engine does not come up)",
+    Phase.serving: "While serving (the server is up)",
+}
+FORM_LABELS = (("cli", "CLI", "bash"), ("python", "Python", "python"), ("env", "env", "bash"))
+
+_FLAG_RE = re.compile(r"(?<![\w-])--[a-z0-9][a-z0-9-]*")
+_ENV_RE = re.compile(r"\b([A-Z][A-Z0-9_]{2,})=")
+
+
+# --- small pure helpers (also Jinja filters) ----------------------------------------------------
+
+
+def readable(text: str | None) -> str:
+    """'{max_model_len_fit}' -> '<max_model_len_fit>': reads as 'put your value here'."""
+    return PLACEHOLDER_RE.sub(lambda m: f"<{m.group(1)}>", text or "")
+
+
+def versions_text(spec: str | None) -> str:
+    """'>=0.9.1,<=0.21.0' -> '0.9.1 – 0.21.0'; anything unusual is shown as written."""
+    if not spec:
+        return "all"
+    lower = upper = None
+    rest = []
+    for s in SpecifierSet(spec):
+        if s.operator == ">=" and lower is None:
+            lower = s.version
+        elif s.operator == "<=" and upper is None:
+            upper = s.version
+        else:
+            rest.append(str(s))
+    if rest:
+        return spec
+    if lower and upper:
+        return lower if lower == upper else f"{lower} – {upper}"
+    if lower:
+        return f"{lower} and later"
+    if upper:
+        return f"up to {upper}"
+    return spec
+
+
+def upper_version(spec: str | None) -> str | None:
+    """The '<=X' bound of a range, for linking the source file at that release tag."""
+    if not spec:
+        return None
+    for s in SpecifierSet(spec):
+        if s.operator in ("<=", "=="):
+            return s.version
+    return None
+
+
+def fence(text: str, lang: str = "text", attrs: str = "") -> str:
+    """A fenced block that survives backticks inside the text."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    head = f"{ticks} {lang}" + (f" {attrs}" if attrs else "")
+    return f"{head}\n{text.rstrip()}\n{ticks}"
+
+
+def inline_code(text: str) -> str:
+    """Inline code that survives backticks and table pipes."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def cell(text: str) -> str:
+    """Inline code for a Markdown table cell: a '|' would end the cell."""
+    return inline_code(text).replace("|", "\\|")
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]#|!])")
+
+
+def plain(text: str) -> str:
+    """Plain text (titles, claims) placed in Markdown: no accidental emphasis, links or HTML."""
+    return _MD_SPECIAL.sub(r"\\\1", text).replace("<", "&lt;").replace(">", "&gt;")
+
+
+def quoted(text: str) -> str:
+    """Admonition/details titles are double-quoted strings."""
+    return text.replace('"', "&quot;")
+
+
+def changed_lines(before: str, after: str) -> str:
+    """1-based line numbers of `after` that differ from `before`, for hl_lines."""
+    a, b = before.splitlines(), after.splitlines()
+    lines = []
+    for tag, _i1, _i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if tag in ("replace", "insert"):
+            lines.extend(range(j1 + 1, j2 + 1))
+    return " ".join(map(str, lines))
+
+
+def entry_tags(entry: Entry) -> list[str]:
+    """Stable tags: the id, the exception types, the flags and env vars of the working fixes,
+    and the author's tags. Invented flags (ineffective fixes) are not tags: a tag implies it exists."""
+    tags: list[str] = [entry.id]
+    tags += [s.exception for s in entry.signatures if s.exception]
+    for cause in entry.causes:
+        for fix in cause.fixes:
+            if fix.status == FixStatus.ineffective:
+                continue
+            tags += _FLAG_RE.findall(fix.cli or "")
+            tags += _ENV_RE.findall(fix.env or "") + _ENV_RE.findall(fix.cli or "")
+    tags += list(entry.tags)
+    seen: dict[str, None] = {}
+    for tag in tags:
+        seen.setdefault(tag, None)
+    return list(seen)
+
+
+def fix_forms(fix) -> list[tuple[str, str, str]]:
+    """[(tab label, fence language, readable text)] for the forms a fix has."""
+    return [(label, lang, readable(getattr(fix, name))) for name, label, lang in FORM_LABELS if getattr(fix, name)]
+
+
+def run_sentence(run) -> str:
+    """One line saying what the reproduction showed, from the captured numbers."""
+    if run.status == "pass":
+        said = "The broken program raised this error"
+        if run.broken and run.broken.matched:
+            said += f" (kbmatch named `{run.broken.matched}`)"
+        said += " and the fixed program started"
+        if run.fixed and run.fixed.kv_tokens is not None:
+            said += f" with {run.fixed.kv_tokens:,} KV-cache tokens"
+            if run.fixed.max_concurrency is not None:
+                said += f", maximum concurrency {run.fixed.max_concurrency:.2f}x"
+        said += "."
+    else:
+        said = "The last reproduction run did not behave as this page says: read the captured output."
+    if run.device:
+        said += f" Device: {plain(run.device)}."
+    if run.duration_s is not None:
+        said += f" Took {run.duration_s:.1f} s."
+    return said
+
+
+# --- pages ---------------------------------------------------------------------------------------
+
+
+def _env() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(str(TEMPLATES)),
+        undefined=StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,  # Markdown out, not HTML: escaping is explicit (plain, quoted)
+    )
+    env.filters.update(
+        readable=readable,
+        versions=versions_text,
+        fence=fence,
+        code=inline_code,
+        cell=cell,
+        plain=plain,
+        quoted=quoted,
+    )
+    return env
+
+
+_ENV = _env()
+
+
+def front_matter(**values) -> str:
+    return "---\n" + yaml.safe_dump(values, sort_keys=False, allow_unicode=True, width=10_000) + "---\n\n"
+
+
+def render_entry(entry: Entry, titles: dict[str, str], results: list[Results]) -> str:
+    """The page for one entry; titles maps every entry id to its title (for related links)."""
+    ver = verification(entry, results)
+    fix_status = {}
+    for fix in entry.all_fixes:
+        status, source = ver.fix_status.get(fix.id, (fix.status.value, ""))
+        fix_status[fix.id] = {"status": status, "source": source}
+    body = _ENV.get_template("entry.md.j2").render(
+        e=entry,
+        tags=entry_tags(entry),
+        ver=ver,
+        fix_status=fix_status,
+        forms=fix_forms,
+        titles=titles,
+        tail=tail,
+        run_sentence=run_sentence,
+        upper_version=upper_version,
+        hl=changed_lines(entry.broken_code, entry.fixed_code) if entry.broken_code and entry.fixed_code else "",
+    )
+    # the page title is the error line users paste; tags feed the tags plugin
+    return front_matter(title=entry.title, description=entry.summary, tags=entry_tags(entry)) + body
+
+
+def group_entries(entries: dict[str, Entry]) -> list[tuple[Phase, list[tuple[Category, list[Entry]]]]]:
+    """Phase -> category -> entries, in the enums' order (startup first), ids sorted within."""
+    grouped: dict[Phase, dict[Category, list[Entry]]] = defaultdict(lambda: defaultdict(list))
+    for entry in sorted(entries.values(), key=lambda e: e.id):
+        grouped[entry.phase][entry.category].append(entry)
+    return [
+        (phase, [(cat, grouped[phase][cat]) for cat in Category if grouped[phase].get(cat)])
+        for phase in Phase
+        if grouped.get(phase)
+    ]
+
+
+def render_index(entries: dict[str, Entry], results: list[Results], has_fit: bool) -> str:
+    badges = {eid: verification(e, results).badges[0] for eid, e in entries.items()}
+    return front_matter(title="vLLM KV-cache and OOM errors") + _ENV.get_template("index.md.j2").render(
+        groups=group_entries(entries),
+        badges=badges,
+        phase_titles=PHASE_TITLES,
+        category_titles=CATEGORY_TITLES,
+        count=len(entries),
+        has_fit=has_fit,
+        results=results,
+    )

@@ -17,11 +17,12 @@ CODES: dict[str, Code] = {
     for c in [
         Code("KB001", "yaml-syntax", "fix the YAML at that position (quote strings holding ': ' or '#', check indentation)"),
         Code("KB002", "not-an-entry", "an entry is a mapping with id, title, signatures, ...: run `kvkb new <id>` for a skeleton"),
-        Code("KB003", "unreadable-file", "make the file readable UTF-8 text"),
+        Code("KB003", "unreadable-file", "make the file readable UTF-8 text (save it as UTF-8; entries are text, not binary)"),
         Code("KB010", "missing-key", "add the key; `kvkb new <id>` shows every required key with a comment"),
         Code("KB011", "invalid-value", "give the value the type and form the schema asks for (kb/schema.json)"),
         Code("KB012", "unknown-key", "remove the key or rename it to the known key suggested"),
         Code("KB013", "duplicate-key", "keep one of the keys: YAML would silently keep only the last"),
+        Code("KB014", "todo-left", "replace every TODO from `kvkb new` with the real text (or delete the optional key)"),
         Code("KB020", "id-not-file-name", "rename the file to <id>.yaml or change the id"),
         Code("KB021", "duplicate-id", "ids are unique across kb/ and within an entry's signatures, causes and fixes"),
         Code("KB022", "dangling-related", "point 'related' at an existing entry id, or add that entry"),

@@ -12,15 +12,19 @@ from enum import Enum
 from typing import Annotated, Literal
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from packaging.version import InvalidVersion, Version
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 ID_RE = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
-PLACEHOLDER_RE = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
+# '{{name}}' is an escaped literal, not a placeholder (kvkb.template has the full grammar)
+PLACEHOLDER_RE = re.compile(r"(?<!\{)\{([a-z_][a-z0-9_]*)\}(?!\})")
 
 KebabId = Annotated[str, Field(pattern=ID_RE, min_length=3, max_length=64)]
 # signature ids carry versions ("v1-0.9-to-0.21"), so dots are allowed there
 SignatureId = Annotated[str, Field(pattern=r"^[a-z0-9]+(?:[-.][a-z0-9]+)*$", min_length=2, max_length=64)]
-Markdown = Annotated[str, Field(min_length=1, description="Markdown text")]
+# pattern: at least one non-space character (whitespace-only text renders as an empty section)
+Markdown = Annotated[str, Field(min_length=1, pattern=r"\S", description="Markdown text")]
+Text = Annotated[str, Field(min_length=3, pattern=r"\S")]
 
 
 class _Strict(BaseModel):
@@ -83,23 +87,48 @@ class Risk(str, Enum):
     high = "high"
 
 
-def _check_versions(value: str) -> str:
-    """A PEP 440 specifier set such as '>=0.9.1,<=0.21.0'; empty is not allowed."""
+# one PEP 440 clause ('>=0.9.1', '==0.8.*'); the schema carries this pattern for editors, and the
+# validator below also rejects ranges no release can satisfy
+_CLAUSE = r"\s*(?:~=|===|==|!=|<=|>=|<|>)\s*[0-9][0-9A-Za-z.*+!_-]*\s*"
+VERSIONS_RE = rf"^{_CLAUSE}(?:,{_CLAUSE})*$"
+
+
+def _probe_versions(spec: SpecifierSet) -> list[Version]:
+    """Versions at and just above every bound: if the range admits any release it admits one of these."""
+    probes = [Version("0"), Version("9999")]
+    for clause in spec:
+        try:
+            v = Version(clause.version.replace(".*", ""))
+        except InvalidVersion:
+            continue
+        major, minor, micro = (list(v.release) + [0, 0])[:3]
+        post = (v.post or 0) + 1
+        probes += [v, Version(f"{major}.{minor}.{micro}.post{post}"), Version(f"{major}.{minor}.{micro + 1}"),
+                   Version(f"{major}.{minor + 1}.0")]
+    return probes
+
+
+def check_versions(value: str) -> str:
+    """A PEP 440 specifier set such as '>=0.9.1,<=0.21.0' that some release satisfies."""
     try:
         spec = SpecifierSet(value)
     except InvalidSpecifier as exc:
         raise ValueError(f"invalid version range {value!r}: {exc}") from None
     if not str(spec):
-        raise ValueError("version range is empty; use e.g. '>=0.4.1'")
+        raise ValueError("invalid version range: empty; use e.g. '>=0.4.1'")
+    if not any(spec.contains(v, prereleases=True) for v in _probe_versions(spec)):
+        raise ValueError(f"invalid version range {value!r}: no release satisfies it (bounds reversed?)")
     return value
 
 
 Versions = Annotated[
     str,
     Field(
+        pattern=VERSIONS_RE,
         description="PEP 440 version range of vLLM releases, e.g. '>=0.9.1,<=0.21.0'",
         examples=[">=0.22.0", ">=0.9.1,<=0.21.0"],
     ),
+    AfterValidator(check_versions),
 ]
 
 
@@ -126,8 +155,6 @@ class Signature(_Strict):
     )
     note: str | None = None
 
-    _v = field_validator("versions")(classmethod(lambda cls, v: _check_versions(v)))
-
     @property
     def placeholders(self) -> list[str]:
         return PLACEHOLDER_RE.findall(self.template)
@@ -143,7 +170,7 @@ class Fix(_Strict):
     """One change a user can make. cli/python/env may carry {placeholders} that kbmatch fills."""
 
     id: KebabId
-    title: str = Field(min_length=3)
+    title: Text
     cli: str | None = Field(default=None, description="vllm serve form, e.g. 'vllm serve MODEL --max-model-len {max_model_len_fit}'")
     python: str | None = Field(default=None, description="Python form, e.g. 'LLM(model=MODEL, max_model_len={max_model_len_fit})'")
     env: str | None = Field(default=None, description="environment variable form, when an env var is the knob")
@@ -158,8 +185,6 @@ class Fix(_Strict):
         "(required for ineffective fixes so their failure is proven)",
     )
 
-    _v = field_validator("versions")(classmethod(lambda cls, v: _check_versions(v)))
-
     @model_validator(mode="after")
     def _has_a_form(self) -> "Fix":
         if not (self.cli or self.python or self.env):
@@ -171,13 +196,20 @@ class IneffectiveFix(Fix):
     """Advice that circulates and does not work: an invented flag, a knob with no effect here."""
 
     status: FixStatus = FixStatus.ineffective
-    claim: str = Field(min_length=3, description="what the circulating advice says")
+    claim: Text = Field(description="what the circulating advice says")
     reason: Markdown = Field(description="why it does nothing, with the proof (vLLM's own output or source)")
+
+    @field_validator("status")
+    @classmethod
+    def _is_ineffective(cls, status: FixStatus) -> FixStatus:
+        if status is not FixStatus.ineffective:
+            raise ValueError(f"advice listed under 'ineffective' has status 'ineffective', not '{status.value}'")
+        return status
 
 
 class Cause(_Strict):
     id: KebabId
-    title: str = Field(min_length=3)
+    title: Text
     diagnosis: Markdown = Field(description="how to tell this cause from the others (log lines, numbers)")
     fixes: list[Fix] = Field(min_length=1)
 
@@ -219,8 +251,8 @@ class Samples(_Strict):
 class Entry(_Strict):
     schema_: str | None = Field(default=None, alias="$schema", description="editor hint; ignored")
     id: KebabId
-    title: str = Field(min_length=5, description="the error as users see it")
-    summary: str = Field(min_length=10, max_length=400, description="one or two sentences")
+    title: str = Field(min_length=5, pattern=r"\S", description="the error as users see it")
+    summary: str = Field(min_length=10, max_length=400, pattern=r"\S", description="one or two sentences")
     severity: Severity
     fix_time: FixTime
     phase: Phase

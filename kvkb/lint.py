@@ -7,8 +7,12 @@ from pathlib import Path
 
 from . import template
 from .codes import Problem
-from .loader import KB, load_entry, load_kb
+from .entry import Entry, FixStatus
+from .loader import KB, dotted, entry_files, load_entry, load_kb
 from .params import DERIVED
+
+# calls that start a vLLM engine (and so spawn worker processes that re-import the script)
+ENGINE_CALLS = {"LLM", "LLMEngine", "AsyncLLMEngine", "AsyncLLM", "from_engine_args"}
 
 
 def _pos(kb: KB, entry_id: str, path: tuple) -> tuple[int, int]:
@@ -16,87 +20,122 @@ def _pos(kb: KB, entry_id: str, path: tuple) -> tuple[int, int]:
     return located.where(path) if located else (1, 1)
 
 
-def lint_kb(kb: KB, with_matcher: bool = True) -> list[Problem]:
+def lint_kb(kb: KB, with_matcher: bool = True, only: set[str] | None = None) -> list[Problem]:
+    """Problems across the loaded entries (or the ids in only): ids, templates, samples, placeholders,
+    code, related ids, and with_matcher whether kbmatch names each entry on its own samples."""
     problems: list[Problem] = []
     for eid, entry in kb.entries.items():
+        if only is not None and eid not in only:
+            continue
         shown = _shown(kb.files[eid])
 
         def add(path: tuple, code: str, msg: str) -> None:
             line, col = _pos(kb, eid, path)
             problems.append(Problem(shown, line, col, code, msg))
 
-        _unique(add, "signatures", [s.id for s in entry.signatures])
-        _unique(add, "causes", [c.id for c in entry.causes])
-        _unique(add, "fixes", [f.id for f in entry.all_fixes])
-        known_params = set(DERIVED)
-        for i, sig in enumerate(entry.signatures):
-            known_params.update(sig.placeholders)
-            tpl_problems = template.check(sig.template)
-            for code, msg in tpl_problems:
-                add(("signatures", i, "template"), code, f"signature '{sig.id}': {msg}")
-            if any(code == "KB040" and "stray" in msg for code, msg in tpl_problems):
-                continue
-            for j, sample in enumerate(sig.samples):
-                if template.extract(sig.template, sample) is None:
-                    add(("signatures", i, "samples", j), "KB042", f"sample {j + 1} of signature '{sig.id}' does not match its template")
-        for ci, cause in enumerate(entry.causes):
-            for fi, fix in enumerate(cause.fixes):
-                _fix_params(add, ("causes", ci, "fixes", fi), fix, known_params)
-        for fi, fix in enumerate(entry.ineffective):
-            _fix_params(add, ("ineffective", fi), fix, known_params)
-            if not fix.code:
-                add(("ineffective", fi), "KB051", f"ineffective fix '{fix.id}' has no 'code' to prove it")
-        for field in ("broken_code", "fixed_code"):
-            src = getattr(entry, field)
-            if src is None:
-                continue
-            msg = _code_problem(src)
-            if msg:
-                add((field,), "KB052", f"{field}: {msg}")
-        for fi, fix in enumerate(entry.ineffective):
-            if fix.code and (msg := _code_problem(fix.code)):
-                add(("ineffective", fi, "code"), "KB052", f"ineffective fix '{fix.id}' code: {msg}")
-        for ri, rel in enumerate(entry.related):
-            if rel.id not in kb.entries:
-                add(("related", ri, "id"), "KB022", f"related id '{rel.id}' is not an entry in kb/")
-            elif rel.id == eid:
-                add(("related", ri, "id"), "KB022", "an entry cannot be related to itself")
+        lint_entry(entry, add, known_ids=set(kb.entries))
     if with_matcher and kb.entries:
-        problems.extend(_sample_checks(kb))
+        problems.extend(_sample_checks(kb, only))
     return problems
 
 
-def _unique(add, what: str, ids: list[str]) -> None:
+def lint_entry(entry: Entry, add, known_ids: set[str]) -> None:
+    """Every check on one validated entry; add(path, code, message) records a problem."""
+    _unique(add, [(("signatures", i, "id"), s.id) for i, s in enumerate(entry.signatures)], "signature")
+    _unique(add, [(("causes", i, "id"), c.id) for i, c in enumerate(entry.causes)], "cause")
+    fix_ids = [(("causes", ci, "fixes", fi, "id"), f.id) for ci, c in enumerate(entry.causes) for fi, f in enumerate(c.fixes)]
+    fix_ids += [(("ineffective", i, "id"), f.id) for i, f in enumerate(entry.ineffective)]
+    _unique(add, fix_ids, "fix")
+
+    known_params = set(DERIVED)
+    for i, sig in enumerate(entry.signatures):
+        known_params.update(sig.placeholders)
+        tpl_problems = template.check(sig.template)
+        for code, msg in tpl_problems:
+            add(("signatures", i, "template"), code, f"signature '{sig.id}': {msg}")
+        if any(code == "KB040" and "stray" in msg for code, msg in tpl_problems):
+            continue  # it does not compile: every sample would "mismatch" too
+        for j, sample in enumerate(sig.samples):
+            if template.extract(sig.template, sample) is None:
+                add(("signatures", i, "samples", j), "KB042", f"sample {j + 1} of signature '{sig.id}' does not match its template")
+    for i, line in enumerate(entry.verify.log_lines):
+        try:
+            template.split(line)
+        except template.TemplateError as exc:
+            add(("verify", "log_lines", i), "KB040", f"verify.log_lines[{i}]: {exc}")
+
+    for ci, cause in enumerate(entry.causes):
+        for fi, fix in enumerate(cause.fixes):
+            path = ("causes", ci, "fixes", fi)
+            _fix_params(add, path, fix, known_params)
+            if fix.status is FixStatus.ineffective:
+                add(path + ("status",), "KB011", f"{dotted(path)}.status: a fix that does not work belongs in 'ineffective'")
+    for fi, fix in enumerate(entry.ineffective):
+        _fix_params(add, ("ineffective", fi), fix, known_params)
+        if not fix.code:
+            add(("ineffective", fi), "KB051", f"ineffective fix '{fix.id}' has no 'code' to prove it")
+        elif msg := code_problem(fix.code):
+            add(("ineffective", fi, "code"), "KB052", f"ineffective fix '{fix.id}' code: {msg}")
+    for field in ("broken_code", "fixed_code"):
+        src = getattr(entry, field)
+        if src is not None and (msg := code_problem(src)):
+            add((field,), "KB052", f"{field}: {msg}")
+
+    for ri, rel in enumerate(entry.related):
+        if rel.id == entry.id:
+            add(("related", ri, "id"), "KB022", "an entry cannot be related to itself")
+        elif rel.id not in known_ids:
+            add(("related", ri, "id"), "KB022", f"related id '{rel.id}' is not an entry in kb/")
+
+
+def _unique(add, located_ids: list[tuple[tuple, str]], what: str) -> None:
     seen: set[str] = set()
-    for i in ids:
+    for path, i in located_ids:
         if i in seen:
-            add((what,), "KB021", f"duplicate {what[:-1]} id '{i}'")
+            add(path, "KB021", f"duplicate {what} id '{i}' in this entry")
         seen.add(i)
 
 
 def _fix_params(add, path: tuple, fix, known: set[str]) -> None:
     for form in ("cli", "python", "env"):
-        text = getattr(fix, form)
-        for name in template.placeholders(text or ""):
+        for name in template.placeholders(getattr(fix, form) or ""):
             if name not in known:
                 add(path + (form,), "KB050", f"fix '{fix.id}' {form}: unknown placeholder {{{name}}}")
 
 
-def _code_problem(src: str) -> str | None:
+def code_problem(src: str) -> str | None:
+    """Why a program cannot be run by the reproduction runner, or None."""
     try:
         tree = ast.parse(src)
     except SyntaxError as exc:
         return f"not valid Python: {exc.msg} (line {exc.lineno})"
-    calls_llm = "LLM(" in src or "AsyncLLMEngine" in src or "LLMEngine" in src
-    guarded = any(
-        isinstance(node, ast.If) and "__main__" in ast.unparse(node.test) for node in tree.body
-    )
-    if calls_llm and not guarded:
-        return "starts the engine without an `if __name__ == \"__main__\":` guard (vLLM spawns processes)"
+    guards = [node for node in tree.body if isinstance(node, ast.If) and _is_main_test(node.test)]
+    if not guards:
+        return "no `if __name__ == \"__main__\":` guard (vLLM spawns processes that re-import the script)"
+    for node in tree.body:
+        if node in guards or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for call in ast.walk(node):
+            if isinstance(call, ast.Call) and _call_name(call) in ENGINE_CALLS:
+                return f"starts the engine ({_call_name(call)}, line {call.lineno}) outside the `if __name__ == \"__main__\":` guard"
     return None
 
 
-def _sample_checks(kb: KB) -> list[Problem]:
+def _is_main_test(test: ast.expr) -> bool:
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = [s for s in sides if isinstance(s, ast.Name) and s.id == "__name__"]
+    consts = [s for s in sides if isinstance(s, ast.Constant) and s.value == "__main__"]
+    return bool(names and consts)
+
+
+def _call_name(call: ast.Call) -> str | None:
+    func = call.func
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+
+
+def _sample_checks(kb: KB, only: set[str] | None = None) -> list[Problem]:
     """semgrep-style: each entry's must-match pastes name it; must-not-match pastes do not."""
     try:
         from kvkb.matcher.engine import Matcher
@@ -105,6 +144,8 @@ def _sample_checks(kb: KB) -> list[Problem]:
     matcher = Matcher.from_entries(list(kb.entries.values()))
     problems = []
     for eid, entry in kb.entries.items():
+        if only is not None and eid not in only:
+            continue
         shown = _shown(kb.files[eid])
         for i, paste in enumerate(entry.samples.match):
             report = matcher.match(paste)
@@ -119,27 +160,32 @@ def _sample_checks(kb: KB) -> list[Problem]:
     return problems
 
 
-def lint_paths(paths: list[Path]) -> tuple[list[Problem], int]:
-    """Lint files and folders; a lone file is checked against the kb/ it sits in for related ids."""
+def lint_paths(paths: list[Path], with_matcher: bool = True) -> tuple[list[Problem], int]:
+    """(problems, files checked) for files and folders; a lone file is checked against the folder it
+    sits in, so its related ids resolve and an id another file already uses is caught."""
     problems: list[Problem] = []
-    count = 0
+    checked: set[Path] = set()
     for path in paths:
         if path.is_dir():
             kb = load_kb(path)
-            count += len(kb.entries) + len({p.path for p in kb.problems if p.code in ("KB001", "KB002", "KB003", "KB010", "KB011", "KB012")})
-            problems += kb.problems + lint_kb(kb)
-        else:
-            count += 1
-            entry, file_problems, located = load_entry(path, _shown(path))
-            problems += file_problems
-            if entry is not None:
-                siblings = load_kb(path.parent)
-                kb = KB(entries={entry.id: entry, **{k: v for k, v in siblings.entries.items() if k != entry.id}})
-                kb.files = {**siblings.files, entry.id: path}
-                kb.located = {**siblings.located, entry.id: located}
-                own = [p for p in lint_kb(kb) if p.path == _shown(path)]
-                problems += own
-    return sorted(set(problems)), count
+            checked.update(p.resolve() for p in entry_files(path))
+            problems += kb.problems + lint_kb(kb, with_matcher)
+            continue
+        checked.add(path.resolve())
+        shown = _shown(path)
+        entry, file_problems, located = load_entry(path, shown)
+        problems += file_problems
+        if entry is None:
+            continue
+        siblings = load_kb(path.parent)
+        for other_id, other in siblings.files.items():
+            if other_id == entry.id and other.resolve() != path.resolve():
+                line, col = located.where(("id",))
+                problems.append(Problem(shown, line, col, "KB021", f"duplicate id '{entry.id}' (also in {_shown(other)})"))
+        kb = KB(entries={**siblings.entries, entry.id: entry}, files={**siblings.files, entry.id: path},
+                located={**siblings.located, entry.id: located})
+        problems += lint_kb(kb, with_matcher, only={entry.id})
+    return sorted(set(problems)), len(checked)
 
 
 def _shown(path: Path) -> str:

@@ -14,11 +14,11 @@ SCHEMA_PATH = REPO_ROOT / "kb" / "schema.json"
 def generate() -> dict:
     schema = Entry.model_json_schema(by_alias=True)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["$id"] = "https://kvkb.dev/schema/entry.json"
     return schema
 
 
 def render() -> str:
+    """The file's exact text: sorted keys and a final newline so regeneration is byte-stable."""
     return json.dumps(generate(), indent=2, sort_keys=True) + "\n"
 
 

@@ -39,6 +39,7 @@ class YamlSyntaxError(Exception):
 def load(text: str) -> Located:
     """Parse text; raise YamlSyntaxError with a 1-based position on bad YAML."""
     try:
+        _check_depth(text)
         node = yaml.compose(text, Loader=SafeLoader)
         data = yaml.load(text, Loader=SafeLoader)
     except yaml.MarkedYAMLError as exc:
@@ -50,25 +51,55 @@ def load(text: str) -> Located:
         raise YamlSyntaxError(problem, line, col) from None
     except yaml.YAMLError as exc:
         raise YamlSyntaxError(str(exc), 1, 1) from None
+    except RecursionError:
+        raise YamlSyntaxError("nested too deeply", 1, 1) from None
+    except (ValueError, OverflowError) as exc:  # e.g. 2024-13-45 resolves as a date and fails to build
+        raise YamlSyntaxError(f"cannot build a value: {exc} (quote it to keep it a string)", 1, 1) from None
     located = Located(data)
     if node is not None:
         _walk(node, (), located)
     return located
 
 
-def _walk(node: yaml.Node, path: Path_, out: Located) -> None:
+MAX_DEPTH = 64  # entries nest 5 deep; libyaml's composer segfaults on ~100k levels, so refuse early
+
+
+def _check_depth(text: str) -> None:
+    # the event stream is flat (no recursion), so this is safe on any input
+    depth = 0
+    for event in yaml.parse(text, Loader=SafeLoader):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                mark = event.start_mark
+                raise YamlSyntaxError(f"nested more than {MAX_DEPTH} levels deep", mark.line + 1, mark.column + 1)
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+
+
+def _walk(node: yaml.Node, path: Path_, out: Located, done: set[int] | None = None) -> None:
+    # Each node is walked once: an alias (*a) re-uses its anchor's node, so walking it again would
+    # loop forever on a self-referencing anchor and take exponential time on nested aliases
+    # ("billion laughs"). Paths reached through an alias fall back to the alias's own position.
+    done = set() if done is None else done
     out.marks.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
+    if id(node) in done:
+        return
+    done.add(id(node))
     if isinstance(node, yaml.MappingNode):
         seen: set[str] = set()
         for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                continue  # complex keys never reach here: yaml.load rejects them first
             key = key_node.value
             child = path + (key,)
             pos = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
             if key in seen:
                 out.duplicate_keys.append((child, pos))
             seen.add(key)
-            out.marks[child] = pos
-            _walk(value_node, child, out)
+            out.marks[child] = pos  # PyYAML keeps the last of duplicate keys; so do we
+            _walk(value_node, child, out, done)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            _walk(item, path + (i,), out)
+            out.marks[path + (i,)] = (item.start_mark.line + 1, item.start_mark.column + 1)
+            _walk(item, path + (i,), out, done)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -29,26 +28,31 @@ MAX_CONTEXT = 4 << 20  # characters of text kept for reading numbers off other l
 _SEVERITY = {"fatal": 3, "error": 2, "warning": 1}
 
 
-@dataclass
 class Match:
-    id: str
-    title: str
-    score: float
-    confident: bool
-    signature: dict
-    line: str  # the normalised line that matched
-    text: str  # the same line as the user's log has it (prefixes stripped)
-    line_no: int
-    params: dict
-    fix: str | None
-    fix_forms: dict
-    fix_title: str
-    url: str
-    runner_up: dict | None = None
-    stage: str | None = None
-    notes: dict = field(default_factory=dict)
-    category: str = ""
-    severity: str = ""
+    """One entry found in the log. Plain class: dataclasses would import inspect (~10 ms of start-up)."""
+
+    def __init__(self, **kw):
+        self.id: str = kw["id"]
+        self.title: str = kw["title"]
+        self.score: float = kw["score"]
+        self.confident: bool = kw["confident"]
+        self.signature: dict = kw["signature"]  # id, versions, engine, backend
+        self.line: str = kw["line"]  # the normalised line that matched
+        self.text: str = kw["text"]  # the same line as the log has it (prefixes stripped)
+        self.line_no: int = kw["line_no"]
+        self.params: dict = kw["params"]
+        self.fix: str | None = kw["fix"]
+        self.fix_forms: dict = kw["fix_forms"]
+        self.fix_title: str = kw["fix_title"]
+        self.url: str = kw["url"]
+        self.runner_up: dict | None = kw.get("runner_up")
+        self.stage: str | None = kw.get("stage")
+        self.notes: dict = kw.get("notes") or {}
+        self.category: str = kw.get("category", "")
+        self.severity: str = kw.get("severity", "")
+
+    def __repr__(self) -> str:
+        return f"Match({self.id!r}, {self.score:.1f}, confident={self.confident})"
 
     def to_dict(self) -> dict:
         return {
@@ -69,15 +73,15 @@ class Match:
         }
 
 
-@dataclass
 class Report:
-    root_cause: str | None
-    matches: list[Match]
-    records: int = 0
-    bytes: int = 0
-    lines: int = 0
-    new_issue_url: str | None = None
-    first_error: str | None = None
+    def __init__(self, root_cause: str | None, matches: list[Match]):
+        self.root_cause = root_cause
+        self.matches = matches
+        self.records = 0
+        self.bytes = 0
+        self.lines = 0
+        self.new_issue_url: str | None = None
+        self.first_error: str | None = None
 
     @property
     def confident(self) -> list[Match]:
@@ -182,15 +186,14 @@ class Matcher:
         return [(f, b, si, record_stage) for f, b, si in ranked]
 
     def _variant_better(self, record: Record, si: int, sj: int) -> bool:
-        """Two wordings of one entry tie after canonicalisation: prefer the one whose exact text matches."""
-        return bool(self._compiled(si).search(record.message)) and not self._compiled(sj).search(record.message)
+        """Two wordings of one entry tie after canonicalisation ("models's"): prefer the one the log really has."""
+        from rapidfuzz import fuzz
 
-    def _compiled(self, si: int) -> re.Pattern:
-        pat = self.table.sigs[si]["regex"]
-        rx = self._regex.get(pat)
-        if rx is None:
-            rx = self._regex[pat] = re.compile(pat)
-        return rx
+        from .normalize import normalise
+
+        raw = normalise(record.message, canon=False)
+        a, b = self.table.sigs[si].get("norm_raw", ""), self.table.sigs[sj].get("norm_raw", "")
+        return fuzz.partial_ratio(a, raw) > fuzz.partial_ratio(b, raw)
 
     def _decide(self, records: list[Record], cues: frozenset[str], context_text: str) -> Report:
         global_stage = stage(cues)
@@ -210,11 +213,11 @@ class Matcher:
             entry = self.entries[self.table.sigs[si]["entry"]]
             if is_conf and entry["id"] in confident:
                 continue
-            if not is_conf and (entry["id"] in confident or (entry["id"] in possible and possible[entry["id"]].score >= final)):
+            if not is_conf and (entry["id"] in confident or (entry["id"] in possible and possible[entry["id"]].score >= base)):
                 continue
-            if context is None:
+            if context is None and is_conf:
                 context = fill.context_values(context_text)
-            m = self._build(rec, entry, si, final, is_conf, runner, rstage, context)
+            m = self._build(rec, entry, si, base, is_conf, runner, rstage, context)
             (confident if is_conf else possible)[entry["id"]] = m
         for eid in confident:
             possible.pop(eid, None)
@@ -232,21 +235,22 @@ class Matcher:
             report.new_issue_url = new_issue_url(shown.norm if shown else "", shown.text if shown else "")
         return report
 
-    def _build(self, rec: Record, entry: dict, si: int, final: float, is_conf: bool, runner, rstage, context) -> Match:
+    def _build(self, rec: Record, entry: dict, si: int, base: float, is_conf: bool, runner, rstage, context) -> Match:
         sig = self.table.sigs[si]
-        params = self._params(rec, si)
-        values, notes = fill.all_values(params, context)
+        # a "possible" is not asserted, so its numbers are not pulled out (template regexes cost ms to compile)
+        params = self._params(rec, si) if is_conf else {}
+        values, notes = fill.all_values(params, context) if is_conf else ({}, {})
         fix = entry["fix"]
         forms = {k: fill.fill(fix.get(k), values) for k in ("cli", "python", "env") if fix.get(k)}
         runner_up = None
         if runner is not None:
             rsig = self.table.sigs[runner[2]]
-            runner_up = {"id": self.entries[rsig["entry"]]["id"], "signature": rsig["id"], "score": round(runner[0], 1)}
+            runner_up = {"id": self.entries[rsig["entry"]]["id"], "signature": rsig["id"], "score": round(runner[1], 1)}
         used = set(re.findall(r"\{([a-z_][a-z0-9_]*)\}", " ".join(v for v in fix.values() if isinstance(v, str))))
         return Match(
             id=entry["id"],
             title=entry["title"],
-            score=min(final, 100.0) if is_conf else final,
+            score=base,  # the text score; the stage cue only breaks ties between identical wordings
             confident=is_conf,
             signature={"id": sig["id"], "versions": sig["versions"], "engine": sig["engine"], "backend": sig["backend"]},
             line=rec.norm,

@@ -13,24 +13,28 @@ from .normalize import to_number
 
 BLOCK = 16  # the GPU KV block size; a max_model_len that is a multiple of it wastes no block
 
-_CONTEXT_RES = [
-    # (names, regex): numbers vLLM prints on other lines of a startup log
-    (("free_gib", "total_gib"), re.compile(r"Free memory on device[^(\n]*\((-?[\d.]+)/([\d.]+) GiB\)")),
-    (("free_gib", "total_gib"), re.compile(r"Available memory on node \d+ \((-?[\d.]+)/([\d.]+) GiB\)")),
-    (("total_gib",), re.compile(r"total_gpu_memory \(([\d.]+) ?GiB\)")),
-    (("total_gib",), re.compile(r"total capacity of ([\d.]+) GiB")),
-    (("gpu_memory_utilization",), re.compile(r"desired (?:GPU|CPU) memory utilization \(([\d.]+),")),
-    (("gpu_memory_utilization",), re.compile(r"gpu[_-]memory[_-]utilization['\"]?[=: ]+([01]?\.\d+|1(?:\.0+)?)\b")),
-    (("max_model_len",), re.compile(r"max[_-]model[_-]len['\"]?[=: ]+(\d[\d,]*)\b")),
-    (("max_model_len",), re.compile(r"max seq len \((\d[\d,]*)\)")),
-    (("kv_cache_space_gib_now",), re.compile(r"VLLM_CPU_KVCACHE_SPACE[=: ]+(\d+)\b")),
-    (("kv_cache_space_gib_now",), re.compile(r"VLLM_CPU_KVCACHE_SPACE \(Gi?B\) for CPU backend is not set, using (\d+) by default")),
+_CONTEXT_PATTERNS = [
+    # (names, regex): numbers vLLM prints on other lines of a startup log; compiled on first use
+    (("free_gib", "total_gib"), r"Free memory on device[^(\n]*\((-?[\d.]+)/([\d.]+) GiB\)"),
+    (("free_gib", "total_gib"), r"Available memory on node \d+ \((-?[\d.]+)/([\d.]+) GiB\)"),
+    (("total_gib",), r"total_gpu_memory \(([\d.]+) ?GiB\)"),
+    (("total_gib",), r"total capacity of ([\d.]+) GiB"),
+    (("gpu_memory_utilization",), r"desired (?:GPU|CPU) memory utilization \(([\d.]+),"),
+    (("gpu_memory_utilization",), r"gpu[_-]memory[_-]utilization['\"]?[=: ]+([01]?\.\d+|1(?:\.0+)?)\b"),
+    (("max_model_len",), r"max[_-]model[_-]len['\"]?[=: ]+(\d[\d,]*)\b"),
+    (("max_model_len",), r"max seq len \((\d[\d,]*)\)"),
+    (("kv_cache_space_gib_now",), r"VLLM_CPU_KVCACHE_SPACE[=: ]+(\d+)\b"),
+    (("kv_cache_space_gib_now",), r"VLLM_CPU_KVCACHE_SPACE \(Gi?B\) for CPU backend is not set, using (\d+) by default"),
 ]
+
+_CONTEXT_RES: list = []
 
 
 def context_values(text: str) -> dict[str, float]:
     """Numbers found anywhere in the paste; the first occurrence wins (the startup lines)."""
     found: dict[str, float] = {}
+    if not _CONTEXT_RES:
+        _CONTEXT_RES.extend((names, re.compile(pat)) for names, pat in _CONTEXT_PATTERNS)
     for names, rx in _CONTEXT_RES:
         if all(n in found for n in names):
             continue

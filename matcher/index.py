@@ -15,10 +15,10 @@ import tempfile
 from pathlib import Path
 
 # Bump when normalise(), the index layout or what is derived at build time changes.
-FORMAT = 4
+FORMAT = 5
 INDEX_NAME = ".index.json"
 EXPLAIN_NAME = ".index-explain.json"
-BASE_ANCHORS = ("rror", "WARN")  # candidate lines in big logs: *Error / error, WARNING
+BASE_ANCHORS = ("rror", "WARN")  # candidate lines in big logs: *Error, error, WARNING
 
 
 def kb_dir() -> Path:
@@ -99,6 +99,7 @@ def build(entries) -> tuple[dict, dict]:
                     "engine": sig.engine.value,
                     "backend": sig.backend.value,
                     "norm": normalise(instance),
+                    "norm_raw": normalise(instance, canon=False),  # tells apart wordings that canonicalise alike
                     "regex": template.to_regex(sig.template).pattern,
                     "prefixes": prefixes[::-1],  # longest first: partial extraction of a cut line
                 }
@@ -106,8 +107,11 @@ def build(entries) -> tuple[dict, dict]:
             short = (sig.exception or "").rsplit(".", 1)[-1]
             if sig.exception and not any(a in short for a in anchors):
                 anchors.add(short)
-            elif not sig.exception and sig.level != "WARNING":
+            elif not sig.exception and sig.level in ("INFO", "DEBUG"):
                 anchors.add(_longest_literal(parts))
+            # ERROR/CRITICAL log-line signatures need no anchor of their own: vLLM prints them next to
+            # the exception (an *Error line) they report, and candidate windows take in 40 lines around
+            # it. Each anchor is one more pass over a big log, so they are kept few.
     index["anchors"] = sorted(a for a in anchors if a)
     return index, explain
 

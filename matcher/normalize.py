@@ -98,9 +98,10 @@ def canonical(text: str) -> str:
     return text
 
 
-def normalise(text: str) -> str:
+def normalise(text: str, canon: bool = True) -> str:
     """Masked, canonical, lower-case, single-spaced: what the scorer compares."""
-    text = canonical(text)
+    if canon:
+        text = canonical(text)
     for rx, repl in _MASKS:
         text = rx.sub(repl, text)
     return _SPACE_RE.sub(" ", text).strip().lower()

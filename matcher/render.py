@@ -54,7 +54,7 @@ def _why(m, s: Style) -> list[str]:
     else:
         out.append("        runner-up: none (no other entry comes close)")
     if m.stage:
-        out.append(f"        stage from the traceback: {m.stage}")
+        out.append(f"        stage seen in the log: {m.stage} (decides between entries that share this wording)")
     out.append(s.dim(f"        normalised: {_short(m.line, 200)}"))
     return out
 

@@ -57,6 +57,7 @@ class Table:
                 self.exc_sigs.append(i)
             else:
                 self.level_sigs.append(i)
+        self.info_sigs = [i for i in self.level_sigs if signatures[i].get("level") in ("INFO", "DEBUG")]
         self._inverted: dict[str, list[int]] | None = None
         self._sig_tokens: list[set[str]] | None = None
 
@@ -69,9 +70,10 @@ class Table:
                 return self.by_type.get(record.short_type, []), INNER_PENALTY
             return self.exc_sigs + self.level_sigs, INNER_PENALTY
         if record.kind == "log":
+            # a log line is compared with log-line signatures only; an exception's text comes with its type
             if record.level in ("INFO", "DEBUG"):
-                return [i for i in self.level_sigs if self.sigs[i].get("level") in ("INFO", "DEBUG")], 0.0
-            return self.level_sigs + self.exc_sigs, BARE_PENALTY if not self.level_sigs else 0.0
+                return self.info_sigs, 0.0
+            return self.level_sigs, 0.0
         return self.level_sigs + self.exc_sigs, BARE_PENALTY
 
     def _token_filter(self, norm: str, ids: list[int]) -> list[int]:
@@ -98,7 +100,7 @@ class Table:
     def score(self, record, floor: float) -> list[tuple[float, int]]:
         """[(score, signature index)] at or above floor, best first."""
         ids, penalty = self.candidates(record)
-        if not ids or not record.norm:
+        if not ids or not record.message.strip():
             return []
         if len(ids) > TOKEN_PREFILTER_ABOVE:
             ids = self._token_filter(record.norm, ids)

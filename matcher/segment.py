@@ -8,8 +8,6 @@ which tell apart entries whose messages are identical (a CUDA OOM at startup vs 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-
 from .normalize import clean_line, normalise, strip_prefixes
 
 MAX_MESSAGE = 8192  # a message longer than this is noise (a dumped tensor, a config repr)
@@ -53,19 +51,29 @@ _INFO_CUE_REACH = 10  # an INFO line counts as a cue only this close to the erro
 _FRAME_CUE_REACH = 400
 
 
-@dataclass
 class Record:
-    line: int  # 1-based line number where the message starts
-    kind: str  # exception | log | inner | bare
-    type: str | None  # exception class as printed
-    level: str | None  # log level of the line it came from
-    message: str  # clean text, numbers kept, hard-wrapped lines joined
-    cues: frozenset[str] = frozenset()
-    norm: str = field(default="", compare=False)
+    """One error message found in the log. (A plain class: dataclasses would import inspect, ~10 ms.)"""
 
-    def __post_init__(self) -> None:
-        if not self.norm:
-            self.norm = normalise(self.message)
+    __slots__ = ("line", "kind", "type", "level", "message", "cues", "_norm")
+
+    def __init__(self, line: int, kind: str, type: str | None, level: str | None, message: str, cues: frozenset[str] = frozenset()):
+        self.line = line  # 1-based line number where the message starts
+        self.kind = kind  # exception | log | inner | bare
+        self.type = type  # exception class as printed
+        self.level = level  # log level of the line it came from
+        self.message = message  # clean text, numbers kept, hard-wrapped lines joined
+        self.cues = cues
+        self._norm: str | None = None
+
+    def __repr__(self) -> str:
+        return f"Record({self.line}, {self.kind!r}, {self.type!r}, {self.level!r}, {self.message[:60]!r})"
+
+    @property
+    def norm(self) -> str:
+        """Normalised message, computed on first use (most INFO lines are never scored)."""
+        if self._norm is None:
+            self._norm = normalise(self.message)
+        return self._norm
 
     @property
     def text(self) -> str:

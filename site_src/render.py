@@ -223,7 +223,8 @@ def render_entry(entry: Entry, titles: dict[str, str], results: list[Results]) -
         hl=changed_lines(entry.broken_code, entry.fixed_code) if entry.broken_code and entry.fixed_code else "",
     )
     # the page title is the error line users paste; tags feed the tags plugin
-    return front_matter(title=entry.title, description=entry.summary, tags=entry_tags(entry)) + body
+    # search boost: an error page should outrank the hand-written pages that quote its log lines
+    return front_matter(title=entry.title, description=entry.summary, tags=entry_tags(entry), search={"boost": 2}) + body
 
 
 def group_entries(entries: dict[str, Entry]) -> list[tuple[Phase, list[tuple[Category, list[Entry]]]]]:

@@ -72,7 +72,7 @@ def _resolve_model(arg: str) -> tuple[Path, str | None]:
         return path, None
     shipped = SHIPPED / arg.replace("/", "--", 1)
     if "/" in arg and (shipped / "config.json").is_file():
-        return shipped, f"using the config.json shipped with kvkb for {arg} (no weights: size estimated from config)"
+        return shipped, f"using the config.json shipped with kvkb for {arg}"
     return path, None
 
 

@@ -7,8 +7,9 @@ max_num_batched_tokens) rows x vocab), and from 0.21 also the estimated CUDA-gra
 the rest to the KV cache. Only the weights are knowable before launch, so the other terms are a
 range built from the shapes that drive them (reference/kv-sizing.md §2, §5):
 - activation low  = one copy of the sampler logits + the MLP gate/up output for the batch;
-- activation high = 4 copies of the logits (logits, softmax, logprobs, sort) + 1.5 x the MLP,
-  attention and residual tensors of the batch;
+- activation high = 8 copies of the logits (logits, softmax, logprobs, sort values and int64
+  indices) + 1.5 x the MLP, attention and residual tensors of the batch (observed peaks: 0.3 GiB
+  for a 0.5B model, up to 5.6 GiB for 8B-32B models with H100 server defaults);
 - non-torch (CUDA context extras, NCCL): 0.02-0.2 GiB on one GPU, 0.2-0.6 GiB with TP;
 - CUDA graphs (charged from 0.21 unless --enforce-eager): 0.05-0.7 GiB dense, up to 3.5 GiB MoE+TP.
 The real numbers are in vLLM's startup log; pass "Available KV cache memory" as --kv-cache-memory.
@@ -42,7 +43,7 @@ def activation_range(shape: ModelShape, *, tp: int, dtype: str, max_num_batched_
     qkv = (shape.num_attention_heads + 2 * shape.num_kv_heads) * shape.head_dim
     rest = t * (inter + 4 * shape.hidden_size + qkv) * b // tp
     low = logits + mlp
-    high = 4 * logits + int(1.5 * (mlp + rest))
+    high = 8 * logits + int(1.5 * (mlp + rest))
     why = (f"profile run of {t:,} batched tokens and {rows:,} sampler rows x {shape.vocab_size:,} vocab "
            "(fp32 logits)")
     return low, high, why

@@ -339,11 +339,14 @@ def fit(config, *, kv_cache_memory: int | None = None, gpu_memory: int | None = 
     if shape.is_mla and tp > 1:
         notes.append("MLA keeps the whole latent on every TP rank: TP adds KV room only through the weight "
                      "memory it frees")
-    if has_sliding:
-        notes.append(f"sliding-window layers (window {shape.sliding_window:,}) hold at most "
-                     f"{groups[-1].blocks_per_request(mml, bs, in_flight) if groups[-1].kind == 'sliding' else '?'} "
-                     f"blocks per request (window - 1 + {in_flight:,} in-flight tokens, +1 block)"
-                     + ("" if hybrid_kv_cache_manager else "; hybrid manager disabled"))
+    sw = next((g for g in groups if g.kind == "sliding"), None)
+    if sw is not None:
+        notes.append(f"sliding-window layers (window {sw.sliding_window:,}) hold at most "
+                     f"{sw.blocks_per_request(mml, bs, in_flight)} blocks per request: window - 1 + "
+                     f"{in_flight:,} in-flight tokens, +1 block (in-flight = max_num_batched_tokens"
+                     f"{' x 2 with async scheduling' if device == 'gpu' else ''})")
+    if not hybrid_kv_cache_manager and shape.num_sliding_layers and shape.num_sliding_layers < shape.num_layers:
+        notes.append("hybrid KV cache manager disabled: sliding-window layers are allocated like full attention")
     if suggest:
         result.suggestions = _suggestions(shape, result, lo, hi, locals_=dict(
             kv_cache_memory=kv_cache_memory, gpu_memory=gpu_memory, util=util, vllm_version=vllm_version,
@@ -386,6 +389,12 @@ def _suggestions(shape: ModelShape, r: FitResult, lo: Capacity, hi: Capacity, lo
         if short > 0:
             out.append(f"KV memory: {human_bytes(lo.needed_bytes)} for one {r.max_model_len:,}-token request "
                        f"+ 1 reserved block; {human_bytes(short)} short")
+        if a["gpu_memory"] and not r.budget and short > 0:
+            # kv-sizing.md §7: raising utilization by d adds d x total memory to the pool one-for-one
+            u = a["util"] + (short + 1) / a["gpu_memory"]
+            if u <= 0.98:
+                out.append(f"--gpu-memory-utilization {cdiv(int(u * 1000), 10) / 100:.2f}, if that KV memory was "
+                           f"measured at {a['util']:.2f} and the GPU has the room")
         if a["gpu_memory"] and r.budget:
             non_kv = r.budget["requested"] - r.budget["kv_low"]
             util_needed = (non_kv + lo.needed_bytes + lo.bytes_per_block) / a["gpu_memory"]

@@ -177,17 +177,18 @@ def main(argv: list[str] | None = None) -> int:
     version = subprocess.run([args.python, "-c", "import vllm; print(vllm.__version__)"],
                              capture_output=True, text=True).stdout.strip()
     results = []
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     for case in cases:
         obs = capture(case, args.python, args.timeout)
         print(f"{case['id']}: ok={obs['ok']} tokens={obs.get('kv_tokens')} conc={obs.get('max_concurrency')} "
               f"est={obs.get('estimated_max_model_len')} autofit={obs.get('autofit_max_model_len')} "
               f"({obs['seconds']} s)", file=sys.stderr, flush=True)
         results.append(obs)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    doc = {"vllm_version": version, "backend": "cpu", "captured_with": "kvkb/fit/capture.py",
-           "note": "dummy weights, enforce_eager, skip_tokenizer_init, max_num_seqs 8 unless set",
-           "observations": results}
-    args.out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+        # rewrite after every case: a long capture keeps what it has if stopped
+        doc = {"vllm_version": version, "backend": "cpu", "captured_with": "kvkb/fit/capture.py",
+               "note": "dummy weights, enforce_eager, skip_tokenizer_init, max_num_seqs 8 unless set",
+               "observations": results}
+        args.out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {len(results)} observations to {args.out}", file=sys.stderr)
     return 0
 

@@ -177,14 +177,14 @@ def _layer_types(text_cfg: dict, model_type: str, num_layers: int, sliding_windo
 
 
 def parse_config(cfg: dict, *, name: str = "model", num_layers: int | None = None,
-                 tokenizer_max: int | None = None) -> ModelShape:
+                 tokenizer_max: int | None = None, where: str | None = None) -> ModelShape:
     """Turn a config.json dict into a ModelShape, or raise ConfigError saying what is missing."""
     if not isinstance(cfg, dict):
         raise ConfigError(f"{name}: config must be a JSON object")
     text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
     model_type = str(text.get("model_type") or cfg.get("model_type") or "")
     archs = tuple(cfg.get("architectures") or ())
-    where = f"{name} config.json"
+    where = where or f"{name} config.json"
     if not model_type and not archs and "num_hidden_layers" not in text:
         raise ConfigError(f"{where} is not a Hugging Face model config (no model_type, architectures "
                           "or num_hidden_layers)")
@@ -269,8 +269,10 @@ def load_shape(path: str | Path, *, num_layers: int | None = None) -> tuple[Mode
                 tok_max = v
         except (ValueError, UnicodeDecodeError, AttributeError):
             pass
-    name = folder.name if Path(path).is_dir() or Path(path).name == "config.json" else Path(path).stem
-    return parse_config(cfg, name=name, num_layers=num_layers, tokenizer_max=tok_max), folder
+    p = Path(path)
+    name = folder.name if p.is_dir() or p.name == "config.json" else p.stem
+    where = str(p / "config.json" if p.is_dir() else p)
+    return parse_config(cfg, name=name, num_layers=num_layers, tokenizer_max=tok_max, where=where), folder
 
 
 def model_dtype(shape: ModelShape, requested: str = "auto") -> str:

@@ -1,0 +1,124 @@
+"""`kvkb verify [ID...] [--backend cpu|cuda] [--python PATH] [--results PATH] [--timeout S]`
+
+Runs every entry's broken code, fixed code and ineffective fixes' code against real vLLM under the
+entry's scenario (reproductions/scenarios/<id>.yaml) and writes the results file the site reads.
+Exit 0 when every run passes (entries the backend cannot reproduce are skipped, not failed),
+1 when a run fails, 2 on usage errors.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from kvkb.loader import REPO_ROOT, kb_dir, load_kb
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("verify", help="run the entries' broken/fixed code against real vLLM and record the results")
+    p.add_argument("ids", nargs="*", metavar="ID", help="entry ids (default: every entry with broken_code)")
+    p.add_argument("--backend", choices=["cpu", "cuda"], default="cpu", help="vLLM backend to run on (default cpu)")
+    p.add_argument("--python", metavar="PATH",
+                   help="a Python that has vLLM (default: env KVKB_VLLM_PYTHON, else this interpreter)")
+    p.add_argument("--results", type=Path, metavar="PATH",
+                   help="results file (default reproductions/results/<backend>.json)")
+    p.add_argument("--timeout", type=float, metavar="S", help="seconds per run (default: the scenario's)")
+    p.add_argument("--workdir", type=Path, metavar="DIR",
+                   help="where programs and full logs go (default .artifacts/reproductions/<backend>)")
+    p.set_defaults(run=run)
+
+
+def _usage(msg: str) -> int:
+    print(f"kvkb verify: {msg}", file=sys.stderr)
+    return 2
+
+
+def vllm_version(python: str) -> tuple[str | None, str]:
+    """(version, problem): asks the interpreter itself, as the runs will."""
+    try:
+        proc = subprocess.run([python, "-c", "import vllm, sys; sys.stdout.write(vllm.__version__)"],
+                              capture_output=True, text=True, timeout=300)
+    except OSError as exc:
+        return None, f"cannot run {python}: {exc.strerror or exc}"
+    except subprocess.TimeoutExpired:
+        return None, f"{python} took more than 300 s to import vllm"
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["import failed"])[-1]
+        return None, f"{python} cannot import vllm ({last}); set --python or KVKB_VLLM_PYTHON to the vLLM venv"
+    return proc.stdout.strip(), ""
+
+
+def run(args) -> int:
+    from kvkb.reproductions import results as results_mod
+    from kvkb.reproductions.progress import Progress, summary_table
+    from kvkb.reproductions.runner import RunnerConfig, plan, verify_entry
+    from kvkb.reproductions.scenario import ScenarioError, load_scenarios
+
+    if args.timeout is not None and args.timeout <= 0:
+        return _usage("--timeout must be a positive number of seconds")
+    kb = load_kb()
+    for problem in kb.problems:
+        print(f"kvkb verify: warning: {problem.format()}", file=sys.stderr)
+    unknown = [i for i in args.ids if i not in kb.entries]
+    if unknown:
+        return _usage(f"unknown entry id(s): {', '.join(unknown)} (entries in {kb_dir()}: {len(kb.entries)})")
+    if args.ids:
+        without = [i for i in args.ids if not kb.entries[i].broken_code]
+        if without:
+            return _usage(f"no reproduction for {', '.join(without)}: the entry has no broken_code")
+        selected = list(dict.fromkeys(args.ids))
+    else:
+        selected = sorted(i for i, e in kb.entries.items() if e.broken_code)
+        if not selected:
+            return _usage(f"no entry in {kb_dir()} has broken_code to run")
+    try:
+        scenarios = load_scenarios()
+    except ScenarioError as exc:
+        return _usage(f"bad scenario: {exc}")
+
+    python = args.python or os.environ.get("KVKB_VLLM_PYTHON") or sys.executable
+    if not (Path(python).is_file() and os.access(python, os.X_OK)):
+        return _usage(f"no such Python interpreter: {python}")
+    version, problem = vllm_version(python)
+    if version is None:
+        return _usage(problem)
+
+    if args.backend == "cuda":
+        from kvkb import gpu
+
+        try:
+            device = gpu.describe_device(gpu.probe())
+        except gpu.NoNvidiaDriver as exc:
+            return _usage(f"--backend cuda needs an NVIDIA GPU: {exc}")
+    else:
+        device = results_mod.cpu_device()
+
+    workdir = (args.workdir or REPO_ROOT / ".artifacts" / "reproductions" / args.backend).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    cfg = RunnerConfig(backend=args.backend, python=python, workdir=workdir, timeout_s=args.timeout,
+                       kb_dir=kb_dir())
+    total_runs = sum(len(plan(kb.entries[i])) for i in selected)
+    progress = Progress(total_runs)
+    progress.note(f"kvkb verify: {len(selected)} entries, {total_runs} runs, vLLM {version} ({args.backend}) "
+                  f"with {python}")
+    entries = {}
+    for entry_id in selected:
+        entries[entry_id] = verify_entry(kb.entries[entry_id], scenarios.get(entry_id), cfg, progress)
+
+    fresh = {"vllm_version": version, "backend": args.backend, "device": device,
+             "date": results_mod.utc_now(), "entries": entries}
+    path = args.results or results_mod.default_path(args.backend)
+    try:
+        results_mod.write(path, fresh)
+    except OSError as exc:
+        print(f"kvkb verify: cannot write {path}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    print(summary_table(entries))
+    print(f"\nresults: {path}   logs: {workdir}")
+    failed = [i for i, r in entries.items() if r["status"] == "fail"]
+    if failed:
+        print(f"{len(failed)} of {len(entries)} failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0

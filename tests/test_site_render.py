@@ -1,0 +1,242 @@
+"""site_src.render and site_src.results: entry -> Markdown, results file -> badges. No mkdocs here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kvkb.entry import Entry
+from kvkb.loader import REPO_ROOT
+from kvkb.site_src import render
+from kvkb.site_src.results import ResultsError, load_results, parse_results, tail, verification
+from kvkb.yamlpos import load as load_yaml
+
+EXEMPLAR = REPO_ROOT / "kb" / "max-model-len-exceeds-kv-cache.yaml"
+
+
+@pytest.fixture(scope="module")
+def entry() -> Entry:
+    return Entry.model_validate(load_yaml(EXEMPLAR.read_text()).data)
+
+
+def _results(entries: dict, backend: str = "cpu", version: str = "0.32.0") -> dict:
+    return {"vllm_version": version, "backend": backend, "device": "2-core x86 VM", "date": "2026-11-22T09:30:00Z", "entries": entries}
+
+
+PASS = {
+    "status": "pass",
+    "duration_s": 41.2,
+    "broken": {"exit_code": 1, "matched": "max-model-len-exceeds-kv-cache", "passed": True, "duration_s": 20.1,
+               "output": "INFO ...\n\x1b[31mValueError: To serve at least one request with the model's max seq len (32768)\x1b[0m"},
+    "fixed": {"exit_code": 0, "passed": True, "kv_tokens": 12345, "max_concurrency": 3.01, "duration_s": 21.0,
+              "output": "CPU KV cache size: 12,345 tokens"},
+    "fixes": {
+        "lower-max-model-len": {"status": "verified", "passed": True, "output": "ok"},
+        "fp8-kv-cache": {"status": "ineffective", "passed": True, "output": "still fails"},
+    },
+}
+
+
+# --- small helpers -------------------------------------------------------------------------------
+
+
+def test_readable_turns_placeholders_into_angle_brackets():
+    assert render.readable("vllm serve MODEL --max-model-len {max_model_len_fit}") == "vllm serve MODEL --max-model-len <max_model_len_fit>"
+    assert render.readable(None) == ""
+
+
+@pytest.mark.parametrize(
+    "spec, shown",
+    [(">=0.9.1,<=0.21.0", "0.9.1 – 0.21.0"), (">=0.22.0", "0.22.0 and later"), ("<=0.10.2", "up to 0.10.2"),
+     (">=0.5.1,<0.11", ">=0.5.1,<0.11"), (">=0.8.3,<=0.8.3", "0.8.3")],
+)
+def test_versions_text(spec, shown):
+    assert render.versions_text(spec) == shown
+
+
+def test_upper_version_is_the_inclusive_bound_only():
+    assert render.upper_version(">=0.14.0,<=0.32.0") == "0.32.0"
+    assert render.upper_version(">=0.14.0") is None
+
+
+def test_fence_outgrows_backticks_in_the_text():
+    text = "Try increasing `gpu_memory_utilization`\n```\nnested\n```"
+    out = render.fence(text, "text")
+    assert out.startswith("```` text\n") and out.endswith("\n````")
+
+
+def test_cell_escapes_table_pipes_and_backticks():
+    assert render.cell("a | b") == "`a \\| b`"
+    assert render.cell("uses `x` here") == "``uses `x` here``"
+
+
+def test_plain_neutralises_markdown_and_html():
+    assert render.plain("LLM(max_seq_len=*) <b>") == "LLM(max\\_seq\\_len=\\*) &lt;b&gt;"
+
+
+def test_changed_lines_marks_what_the_fix_changed():
+    before = "a\nb\nc\n"
+    after = "a\nB\nc\nd\n"
+    assert render.changed_lines(before, after) == "2 4"
+
+
+def test_tags_are_stable_and_never_name_invented_flags(entry):
+    tags = render.entry_tags(entry)
+    assert tags[0] == entry.id
+    assert "ValueError" in tags and "--max-model-len" in tags and "--kv-cache-dtype" in tags
+    assert len(tags) == len(set(tags))
+    assert tags == render.entry_tags(entry)
+    invented = [t for f in entry.ineffective for t in render._FLAG_RE.findall(f.cli or "")]
+    assert not set(invented) & set(tags)
+
+
+# --- results file ----------------------------------------------------------------------------------
+
+
+def test_results_parse_and_badge_verified(entry):
+    res = parse_results(json.dumps(_results({entry.id: PASS})), "cpu.json", "cpu")
+    ver = verification(entry, [res])
+    assert [b.text for b in ver.badges] == ["Verified on vLLM 0.32.0 · CPU backend · 2026-11-22"]
+    assert ver.fix_status["lower-max-model-len"][0] == "verified"
+    assert ver.fix_status["fp8-kv-cache"][0] == "ineffective"
+
+
+def test_badge_failed_when_the_run_failed(entry):
+    res = parse_results(json.dumps(_results({entry.id: {**PASS, "status": "fail"}})), "cpu.json", "cpu")
+    assert verification(entry, [res]).badges[0].text == "Reproduction failed on vLLM 0.32.0 · CPU backend · 2026-11-22"
+
+
+def test_badge_gpu_runner_only_when_cpu_has_no_run_but_entry_has_code(entry):
+    res = parse_results(json.dumps(_results({"other-entry": PASS})), "cpu.json", "cpu")
+    badge = verification(entry, [res]).badges[0]
+    assert badge.state == "gpu-only" and badge.text.startswith("GPU runner only")
+    skipped = parse_results(json.dumps(_results({entry.id: {**PASS, "status": "skip"}})), "cpu.json", "cpu")
+    assert verification(entry, [skipped]).badges[0].state == "gpu-only"
+
+
+def test_badge_not_reproduced_without_results_or_without_code(entry):
+    assert verification(entry, []).badges[0].text == "Not yet reproduced"
+    no_code = entry.model_copy(update={"broken_code": None})
+    res = parse_results(json.dumps(_results({})), "cpu.json", "cpu")
+    assert verification(no_code, [res]).badges[0].text == "Not yet reproduced"
+
+
+def test_cuda_results_add_their_own_badge(entry, tmp_path):
+    (tmp_path / "cpu.json").write_text(json.dumps(_results({entry.id: PASS})))
+    (tmp_path / "cuda.json").write_text(json.dumps(_results({entry.id: PASS}, backend="cuda", version="0.31.0")))
+    ver = verification(entry, load_results(tmp_path))
+    assert [b.text for b in ver.badges] == [
+        "Verified on vLLM 0.32.0 · CPU backend · 2026-11-22",
+        "Verified on vLLM 0.31.0 · CUDA backend · 2026-11-22",
+    ]
+
+
+def test_missing_results_dir_is_not_an_error(tmp_path):
+    assert load_results(tmp_path / "nothing-here") == []
+
+
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("{not json", "not valid JSON"),
+        ("[]", "must be a JSON object"),
+        (json.dumps({"date": "2026-11-22"}), "needs 'vllm_version'"),
+        (json.dumps(_results({"x": {"status": "maybe"}})), "entries.x.status must be one of pass, fail, skip"),
+        (json.dumps(_results({"x": {**PASS, "fixes": {"f": {"status": "works"}}}})), "entries.x.fixes.f.status"),
+        (json.dumps({**_results({}), "backend": "cuda"}), "file name says 'cpu'"),
+        (json.dumps({**_results({}), "date": "yesterday"}), "ISO date"),
+    ],
+)
+def test_bad_results_files_name_the_file_and_the_key(text, needle):
+    with pytest.raises(ResultsError) as err:
+        parse_results(text, "reproductions/results/cpu.json", "cpu")
+    assert "reproductions/results/cpu.json" in str(err.value) and needle in str(err.value)
+
+
+def test_tail_strips_colours_and_keeps_the_end():
+    out, shown, total = tail("\n".join(f"\x1b[32mline {i}\x1b[0m" for i in range(200)), limit=5)
+    assert (shown, total) == (5, 200)
+    assert out.splitlines() == [f"line {i}" for i in range(195, 200)]
+
+
+# --- pages -----------------------------------------------------------------------------------------
+
+
+def _page(entry, results=()):
+    titles = {entry.id: entry.title, **{r.id: f"Title of {r.id}" for r in entry.related}}
+    return render.render_entry(entry, titles, list(results))
+
+
+def test_entry_page_has_every_part(entry):
+    md = _page(entry)
+    assert md.startswith("---\n") and "\ntags:\n- max-model-len-exceeds-kv-cache\n" in md
+    assert "\n# ValueError: To serve at least one request" in md
+    # signature table: versions, engine, backend, exception, template with readable placeholders
+    assert "| 0.9.1 – 0.21.0 | v1 | any | `ValueError` | `To serve at least one request with the models's max seq len (<max_model_len>)" in md
+    # verbatim samples in the lead section (before the first ## heading) for search
+    lead = md.split("\n## ", 1)[0]
+    for sig in entry.signatures:
+        for sample in sig.samples:
+            assert sample in lead
+    # fixes in content tabs with readable placeholders, status shown
+    assert '=== "CLI"\n\n    ``` bash\n    vllm serve MODEL --max-model-len <max_model_len_fit>\n' in md
+    assert '=== "Python"' in md
+    assert "kvkb-fix-unverified" in md
+    # broken vs fixed tabs, the changed line highlighted
+    assert '=== "Broken: raises this error"' in md and 'hl_lines="' in md
+    for heading in ("## What it means", "## Causes and fixes", "## Workaround", "## Prevention", "## Detection",
+                    "## How to verify the fix", "## Does not work", "## Related errors", "## References"):
+        assert heading in md
+    assert "<device> KV cache size: <kv_tokens> tokens" in md
+    # ineffective advice: claim + reason
+    assert "**The claim:** Set max\\_seq\\_len to shorten the context." in md
+    assert "EngineArgs.__init__() got an unexpected keyword" in md
+    # related links point at sibling generated pages, with the relation spelled out
+    assert "[Title of prompt-exceeds-max-model-len](prompt-exceeds-max-model-len.md)" in md
+    assert "**You may hit next:**" in md
+    assert "[source at v0.32.0](https://github.com/vllm-project/vllm/blob/v0.32.0/vllm/v1/core/kv_cache_utils.py)" in md
+    assert '!!! note "Not yet reproduced"' in md
+
+
+def test_entry_page_shows_results(entry):
+    res = parse_results(json.dumps(_results({entry.id: PASS})), "cpu.json", "cpu")
+    md = _page(entry, [res])
+    assert '!!! success "Verified on vLLM 0.32.0 · CPU backend · 2026-11-22"' in md
+    assert "12,345 KV-cache tokens, maximum concurrency 3.01x" in md
+    assert '??? note "Broken program: exit code 1, raised the error, 20.1 s"' in md
+    assert '??? note "Fixed program: exit code 0, started and generated, 21.0 s"' in md
+    assert "\x1b[" not in md and "        ValueError: To serve at least one request with the model's max seq len (32768)" in md
+    # the results decide a fix's shown status, and say where it was established
+    fp8 = md.split("#### Fix: Store the KV cache in fp8", 1)[1].split("####", 1)[0]
+    assert "kvkb-fix-ineffective" in fp8 and "reproduced on vLLM 0.32.0 · CPU backend · 2026-11-22" in fp8
+
+
+def test_entry_page_for_a_failed_run_says_so(entry):
+    failed = {**PASS, "status": "fail", "broken": {**PASS["broken"], "passed": False}}
+    res = parse_results(json.dumps(_results({entry.id: failed})), "cpu.json", "cpu")
+    md = _page(entry, [res])
+    assert '!!! failure "Reproduction failed on vLLM 0.32.0 · CPU backend · 2026-11-22"' in md
+    assert "did NOT raise the expected error" in md
+
+
+def test_index_groups_by_phase_then_category(entry):
+    serving = entry.model_copy(update={"id": "serving-one", "phase": "serving", "category": "request"})
+    md = render.render_index({entry.id: entry, "serving-one": serving}, [], has_fit=False)
+    startup_at = md.index("## At startup")
+    serving_at = md.index("## While serving")
+    assert startup_at < md.index("### KV-cache capacity") < serving_at < md.index("### Per-request limits")
+    assert f"(errors/{entry.id}.md)" in md and "(errors/serving-one.md)" in md
+    assert "fit.md" not in md
+    assert "(fit.md)" in render.render_index({entry.id: entry}, [], has_fit=True)
+
+
+def test_group_entries_skips_empty_groups(entry):
+    groups = render.group_entries({entry.id: entry})
+    assert [(p.value, [c.value for c, _ in cats]) for p, cats in groups] == [("startup", ["kv-capacity"])]
+
+
+def test_templates_ship_with_the_package():
+    names = {p.name for p in Path(render.TEMPLATES).iterdir()}
+    assert {"entry.md.j2", "index.md.j2"} <= names

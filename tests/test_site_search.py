@@ -1,0 +1,213 @@
+"""Site search: the built search index (site/search/search_index.json), and material's own search
+worker (lunr) run under node against it, fed the raw error lines of every entry.
+
+The browser test (test_site_browser.py) drives the same search through the real page.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from html import unescape
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kvkb import template
+from kvkb.loader import REPO_ROOT, kb_dir, load_valid_kb
+
+SHIM = REPO_ROOT / "site_src" / "docs" / "javascripts" / "search-flags.js"
+
+
+@pytest.fixture(scope="module")
+def entries():
+    return load_valid_kb(kb_dir())
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("search-site")
+    env = {**os.environ, "KVKB_KB_DIR": str(kb_dir()), "KVKB_RESULTS_DIR": str(tmp / "none"), "NO_MKDOCS_2_WARNING": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(REPO_ROOT / "mkdocs.yml"), "-d", str(tmp / "site")],
+        capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return tmp / "site"
+
+
+@pytest.fixture(scope="module")
+def index(site):
+    return json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))
+
+
+def tokens(text: str, separator: str) -> set[str]:
+    """Material's tokenizer: split on the separator, lower-case (the pipeline only drops stop words)."""
+    return {t.lower() for t in re.split(separator, text) if t}
+
+
+def lead_doc(index, eid: str) -> dict:
+    return next(d for d in index["docs"] if d["location"] == f"errors/{eid}/")
+
+
+def squash(text: str) -> str:
+    return " ".join(unescape(re.sub(r"<[^>]+>", " ", text)).split())
+
+
+# --- the index -----------------------------------------------------------------------------------
+
+
+def test_index_uses_the_configured_separator_and_field_boosts(index):
+    config = yaml.safe_load((REPO_ROOT / "mkdocs.yml").read_text().replace("!!python", "#"))
+    search = next(p["search"] for p in config["plugins"] if isinstance(p, dict) and "search" in p)
+    assert index["config"]["separator"] == search["separator"]
+    assert index["config"]["fields"]["tags"]["boost"] < index["config"]["fields"]["title"]["boost"]
+
+
+def test_separator_survives_materials_highlighter(index):
+    # material's highlighter splits the separator on '|' and drops lookarounds; every piece must compile
+    for piece in index["config"]["separator"].split("|"):
+        re.compile(re.sub(r"(\(\?[!=<][^)]+\))", "", piece) or "x")
+
+
+def test_identifiers_stay_whole_and_flags_split_like_lunr_queries(index):
+    sep = index["config"]["separator"]
+    toks = tokens("Try increasing `gpu_memory_utilization` or set VLLM_CPU_KVCACHE_SPACE=8 (--max-model-len 4096), vLLM 0.32.0.", sep)
+    assert {"gpu_memory_utilization", "vllm_cpu_kvcache_space", "max", "model", "len", "4096", "0.32.0"} <= toks
+    assert not any(t.startswith(("`", "(", "-")) or t.endswith(("`", ")", ",", ".")) for t in toks)
+    # lunr's query lexer splits queries on [\s-] whatever the index does: the index must hold the parts
+    query_parts = {p for p in re.split(r"[\s\-]+", "--kv-cache-memory-bytes") if p}
+    assert query_parts <= tokens("set `--kv-cache-memory-bytes` explicitly", sep)
+
+
+def test_every_entry_page_leads_with_its_title_and_verbatim_lines(index, entries):
+    for eid, entry in entries.items():
+        doc = lead_doc(index, eid)
+        assert squash(doc["title"]) == " ".join(entry.title.split())
+        text = squash(doc["text"])
+        for sig in entry.signatures:
+            for sample in sig.samples:
+                assert " ".join(sample.split()) in text, (eid, sample[:60])
+        assert eid in doc["tags"]
+
+
+def test_entry_pages_carry_their_flag_tags(index, entries):
+    entry = entries["max-model-len-exceeds-kv-cache"]
+    assert "--max-model-len" in lead_doc(index, entry.id)["tags"]
+
+
+# --- material's search worker, run under node ------------------------------------------------------
+
+NODE_HARNESS = r"""
+const fs = require("fs"), path = require("path");
+const [site, shimFile, queriesFile] = process.argv.slice(2);
+const wdir = path.join(site, "assets/javascripts/workers");
+const wfile = fs.readdirSync(wdir).find(f => /^search\..*\.js$/.test(f));
+let handler, out = [];
+globalThis.self = globalThis;
+globalThis.addEventListener = (type, fn) => { handler = fn; };
+globalThis.postMessage = m => out.push(m);
+globalThis.importScripts = () => {};
+eval(fs.readFileSync(path.join(wdir, wfile), "utf8"));
+// the page-side shim rewrites each query before it reaches the worker: apply it the same way
+let rewritten = null;
+globalThis.Worker = function () {};
+Worker.prototype.postMessage = m => { rewritten = m; };
+eval(fs.readFileSync(shimFile, "utf8"));
+const index = JSON.parse(fs.readFileSync(path.join(site, "search/search_index.json"), "utf8"));
+const queries = JSON.parse(fs.readFileSync(queriesFile, "utf8"));
+(async () => {
+  await handler({ data: { type: 0, data: { config: index.config, docs: index.docs, options: { suggest: false } } } });
+  const ranked = [];
+  for (const q of queries) {
+    new Worker().postMessage({ type: 2, data: q });
+    out = [];
+    await handler({ data: rewritten });
+    ranked.push(out[0].data.items.map(group => group[0].location.split("#")[0]));
+  }
+  process.stdout.write(JSON.stringify(ranked));
+})();
+"""
+
+
+@pytest.fixture(scope="module")
+def lunr(site, tmp_path_factory):
+    node = shutil.which("node") or shutil.which("nodejs")
+    if not node:
+        pytest.skip("node is not installed (apt-get install nodejs): material's search worker cannot run")
+    tmp = tmp_path_factory.mktemp("lunr")
+    harness = tmp / "harness.js"
+    harness.write_text(NODE_HARNESS)
+
+    def search(queries: list[str]) -> list[list[str]]:
+        qfile = tmp / "queries.json"
+        qfile.write_text(json.dumps(queries))
+        proc = subprocess.run([node, str(harness), str(site), str(SHIM), str(qfile)], capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        assert "Invalid query" not in proc.stdout + proc.stderr, proc.stderr
+        return json.loads(proc.stdout)
+
+    return search
+
+
+def _also_matched_by(entries, eid: str, line: str) -> list[str]:
+    """Other entries whose own templates match this line: the text alone cannot tell them apart."""
+    return [o for o, e in entries.items() if o != eid and any(template.extract(s.template, line) for s in e.signatures)]
+
+
+def test_pasting_an_entrys_error_line_finds_it_first(entries, lunr):
+    canonical = {eid: e.signatures[0].samples[0] for eid, e in entries.items()}
+    ranked = dict(zip(canonical, lunr(list(canonical.values()))))
+    wrong = []
+    for eid, locations in ranked.items():
+        want = f"errors/{eid}/"
+        shared = _also_matched_by(entries, eid, canonical[eid])
+        rank = locations.index(want) if want in locations else None
+        if rank is None or rank >= (3 if shared else 1):
+            wrong.append((eid, rank, locations[:3], shared))
+    assert not wrong, wrong
+
+
+def test_every_verbatim_line_finds_its_entry_near_the_top(entries, lunr):
+    """Top 3; a line that other entries' templates match too (a CUDA OOM is the same text at
+    startup and while serving) may also be outranked by each of those entries."""
+    pairs = [(eid, sample) for eid, e in entries.items() for s in e.signatures for sample in s.samples]
+    ranked = lunr([sample for _, sample in pairs])
+    missed = []
+    for (eid, sample), locs in zip(pairs, ranked):
+        allowed = 3 + len(_also_matched_by(entries, eid, sample))
+        if f"errors/{eid}/" not in locs[:allowed]:
+            missed.append((eid, sample[:70], locs[:allowed]))
+    assert not missed, missed
+
+
+@pytest.mark.parametrize(
+    "query, expected",
+    [
+        ("--max-model-len", "max-model-len-exceeds-kv-cache"),
+        ("`--max-model-len`", "max-model-len-exceeds-kv-cache"),
+        ("gpu_memory_utilization", "no-memory-for-cache-blocks"),
+        ("VLLM_CPU_KVCACHE_SPACE", "cpu-kv-cache-space"),
+    ],
+)
+def test_flag_names_find_the_entries_that_use_them(entries, lunr, query, expected):
+    if expected not in entries:
+        pytest.skip(f"{expected} is not in kb/")
+    locations = lunr([query])[0]
+    assert f"errors/{expected}/" in locations[:3], locations[:3]
+    wanted = re.sub(r"^[`-]+|`$", "", query)
+    if "-" not in wanted:
+        # a whole-token identifier: every page listed mentions it, no unrelated hits
+        for loc in locations:
+            if loc.startswith("errors/"):
+                assert wanted.lower() in entries[loc.split("/")[1]].model_dump_json().lower(), loc
+
+
+def test_lunr_operators_in_a_paste_do_not_break_the_search(entries, lunr):
+    line = "OutOfMemoryError('Error (input dumped to /tmp/x_20241219-093344.pkl): CUDA out of memory ~ ^ +1 `--gpu-memory-utilization`')"
+    assert lunr([line])[0], "a paste with lunr operator characters must still return results"

@@ -141,7 +141,8 @@ def _sample_checks(kb: KB, only: set[str] | None = None) -> list[Problem]:
         from kvkb.matcher.engine import Matcher
     except ImportError:  # the matcher is optional for schema-only lint
         return []
-    matcher = Matcher.from_entries(list(kb.entries.values()))
+    # entries whose templates do not compile already have KB040; the matcher cannot index them
+    matcher = Matcher.from_entries([e for e in kb.entries.values() if _templates_compile(e)])
     problems = []
     for eid, entry in kb.entries.items():
         if only is not None and eid not in only:
@@ -158,6 +159,15 @@ def _sample_checks(kb: KB, only: set[str] | None = None) -> list[Problem]:
                 line, col = _pos(kb, eid, ("samples", "no_match", i))
                 problems.append(Problem(shown, line, col, "KB044", f"must-not-match sample {i + 1} is matched confidently"))
     return problems
+
+
+def _templates_compile(entry: Entry) -> bool:
+    try:
+        for sig in entry.signatures:
+            template.to_regex(sig.template)
+    except template.TemplateError:
+        return False
+    return True
 
 
 def lint_paths(paths: list[Path], with_matcher: bool = True) -> tuple[list[Problem], int]:
@@ -177,11 +187,10 @@ def lint_paths(paths: list[Path], with_matcher: bool = True) -> tuple[list[Probl
         problems += file_problems
         if entry is None:
             continue
-        siblings = load_kb(path.parent)
-        for other_id, other in siblings.files.items():
-            if other_id == entry.id and other.resolve() != path.resolve():
-                line, col = located.where(("id",))
-                problems.append(Problem(shown, line, col, "KB021", f"duplicate id '{entry.id}' (also in {_shown(other)})"))
+        siblings = load_kb(path.parent, exclude=path)
+        if entry.id in siblings.files:
+            line, col = located.where(("id",))
+            problems.append(Problem(shown, line, col, "KB021", f"duplicate id '{entry.id}' (also in {_shown(siblings.files[entry.id])})"))
         kb = KB(entries={**siblings.entries, entry.id: entry}, files={**siblings.files, entry.id: path},
                 located={**siblings.located, entry.id: located})
         problems += lint_kb(kb, with_matcher, only={entry.id})

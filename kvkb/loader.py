@@ -147,7 +147,8 @@ def load_entry(path: Path, shown: str | None = None) -> tuple[Entry | None, list
         problems.append(Problem(shown, 1, 1, "KB020", f"entry files end in .yaml: rename to {path.stem}.yaml"))
     if not isinstance(located.data, dict):
         kind = type(located.data).__name__ if located.data is not None else "an empty document"
-        return None, problems + [Problem(shown, 1, 1, "KB002", f"expected a mapping (an entry), found {kind}")], located
+        line, col = located.where(())
+        return None, problems + [Problem(shown, line, col, "KB002", f"expected a mapping (an entry), found {kind}")], located
     problems += _todo_problems(located, shown)
     try:
         entry = Entry.model_validate(located.data)
@@ -167,11 +168,13 @@ class KB:
     problems: list[Problem] = field(default_factory=list)
 
 
-def load_kb(directory: Path | None = None) -> KB:
-    """Every entry in the folder, plus every problem; callers decide whether problems are fatal."""
+def load_kb(directory: Path | None = None, exclude: Path | None = None) -> KB:
+    """Every entry in the folder (but exclude), plus every problem; callers decide whether problems are fatal."""
     directory = directory or kb_dir()
     kb = KB()
     for path in entry_files(directory):
+        if exclude is not None and path.resolve() == exclude.resolve():
+            continue
         shown = _shown(path)
         entry, problems, located = load_entry(path, shown)
         kb.problems.extend(problems)

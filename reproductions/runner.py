@@ -63,6 +63,11 @@ def plan(entry: Entry) -> list[PlannedRun]:
     return runs
 
 
+def has_reproduction(entry: Entry) -> bool:
+    """Broken code, or at least ineffective advice whose failure can be proven."""
+    return bool(entry.broken_code or any(fix.code for fix in entry.ineffective))
+
+
 def run_env(machine: Machine) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("VLLM_")}
     env.update(OFFLINE_ENV)
@@ -190,11 +195,13 @@ def verify_entry(entry: Entry, scenario: Scenario | None, cfg: RunnerConfig, pro
         if "refused" in facts:
             verdict = judge.Verdict(False, facts["refused"])
         elif run.kind == "broken":
-            verdict = judge.judge_broken(scenario, result.exit_code, result.output, matched, match_error)
+            verdict = judge.judge_broken(scenario, result.exit_code, result.output, matched, match_error,
+                                         cfg.backend)
         elif run.kind == "fixed":
             verdict = judge.judge_fixed(scenario, result.exit_code, result.output)
         else:
-            verdict = judge.judge_ineffective(scenario, result.exit_code, result.output, matched, match_error)
+            verdict = judge.judge_ineffective(scenario, result.exit_code, result.output, matched, match_error,
+                                              cfg.backend)
         if result.leftovers:
             verdict = judge.Verdict(False, f"processes left behind: {result.leftovers}")
         record = _record(run, result, verdict, facts, matched)

@@ -12,6 +12,8 @@ Format (every key but `entry` is optional unless noted):
     models: {Qwen/Qwen2.5-0.5B-Instruct: qwen2.5-0.5b-instruct}   # dir under reproductions/models
     fix: lower-max-model-len          # the fix fixed_code applies (default: the entry's top fix)
     broken: {expect: error}           # or: {expect: warning, require: [regex, ...]}
+                                      # match: the id kbmatch must name (default: entry; a
+                                      # wrapper entry names the inner error it wraps)
     fixed: {forbid: [regex, ...]}     # lines that must not appear in the fixed run
     backends:
       cpu:
@@ -102,10 +104,16 @@ class Scenario:
     fix: str | None = None
     broken_expect: str = "error"
     broken_require: tuple[str, ...] = ()
+    broken_match: str | dict = ""
     fixed_forbid: tuple[str, ...] = ()
 
     def model_dirs(self) -> dict[str, str]:
         return {hub: str(MODELS_DIR / local) for hub, local in self.models.items()}
+
+    def expected_match(self, backend: str) -> str:
+        if isinstance(self.broken_match, dict):
+            return self.broken_match.get(backend, self.entry)
+        return self.broken_match or self.entry
 
     def machine(self, backend: str) -> Machine | None:
         return self.machines.get(backend)
@@ -174,6 +182,9 @@ def parse_scenario(data, path: Path) -> Scenario:
     if not isinstance(data, dict):
         raise ScenarioError(f"{where}: expected a mapping")
     unknown = set(data) - {"entry", "models", "fix", "broken", "fixed", "backends"}
+    for section in ("broken", "fixed"):
+        if data.get(section) is not None and not isinstance(data[section], dict):
+            raise ScenarioError(f"{where}.{section}: expected a mapping")
     if unknown:
         raise ScenarioError(f"{where}: unknown key(s) {sorted(unknown)}")
     entry = data.get("entry")
@@ -188,6 +199,12 @@ def parse_scenario(data, path: Path) -> Scenario:
     if expect not in ("error", "warning"):
         raise ScenarioError(f"{where}.broken.expect: 'error' or 'warning' (got {expect!r})")
     require = _regexes(broken.get("require"), f"{where}.broken.require")
+    match = broken.get("match", entry)
+    if isinstance(match, dict):  # per backend: the inner error a wrapper shows differs by backend
+        if not all(k in BACKENDS and isinstance(v, str) for k, v in match.items()):
+            raise ScenarioError(f"{where}.broken.match: an entry id or {{cpu: id, cuda: id}}")
+    elif not isinstance(match, str) or not match:
+        raise ScenarioError(f"{where}.broken.match: an entry id or {{cpu: id, cuda: id}}")
     if expect == "warning" and not require:
         raise ScenarioError(f"{where}.broken: a warning scenario needs 'require' patterns to pass on")
     fixed = data.get("fixed") or {}
@@ -207,6 +224,7 @@ def parse_scenario(data, path: Path) -> Scenario:
         fix=data.get("fix"),
         broken_expect=expect,
         broken_require=require,
+        broken_match=match,
         fixed_forbid=_regexes(fixed.get("forbid"), f"{where}.fixed.forbid"),
     )
 

@@ -19,6 +19,7 @@ import shutil
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 CHROMIUM = "/usr/bin/chromium"
@@ -95,6 +96,7 @@ def search(driver, base_url: str, query: str, timeout: float = 15.0) -> list[str
 
     Each result group's first link is its page (material groups sections under their page).
     """
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support import expected_conditions as ec
@@ -110,10 +112,26 @@ def search(driver, base_url: str, query: str, timeout: float = 15.0) -> list[str
     # (typing 200 characters one by one would run 200 searches)
     driver.execute_script("arguments[0].value = arguments[1]", box, query)
     box.send_keys(Keys.END)
-    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, ".md-search-result__item")
-               or "No matching" in d.find_element(By.CSS_SELECTOR, ".md-search-result__meta").text)
-    links = driver.find_elements(By.CSS_SELECTOR, ".md-search-result__item > a.md-search-result__link")
-    return [a.get_attribute("href").split("#")[0].split("?")[0] for a in links]
+    # results render asynchronously (worker round trip, then material's list); read until two
+    # reads 0.3 s apart agree and the meta line reports a finished search
+    def read():
+        try:
+            meta = driver.find_element(By.CSS_SELECTOR, ".md-search-result__meta").text
+            links = driver.find_elements(By.CSS_SELECTOR, ".md-search-result__item > a.md-search-result__link")
+            return meta, [a.get_attribute("href").split("#")[0].split("?")[0] for a in links]
+        except StaleElementReferenceException:  # the list was re-rendered under us: read again
+            return None
+
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        now = read()
+        finished = now is not None and "matching document" in now[0] and (now[1] or now[0].startswith("No "))
+        if finished and now == last:
+            return now[1]
+        last = now
+        time.sleep(0.3)
+    raise TimeoutError(f"search for {query[:60]!r} did not settle in {timeout} s (last: {last})")
 
 
 def screenshot(driver, path: Path, full_page: bool = False) -> None:

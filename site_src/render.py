@@ -40,6 +40,8 @@ FORM_LABELS = (("cli", "CLI", "bash"), ("python", "Python", "python"), ("env", "
 
 _FLAG_RE = re.compile(r"(?<![\w-])--[a-z0-9][a-z0-9-]*")
 _ENV_RE = re.compile(r"\b([A-Z][A-Z0-9_]{2,})=")
+_SHELL_SPLIT_RE = re.compile(r"&&|\|\||[;|\n]")
+_VLLM_CMD_RE = re.compile(r"^\s*(?:[A-Z][A-Z0-9_]*=\S*\s+)*(?:vllm|python3?\s+-m\s+vllm\S*)\b")
 
 
 # --- small pure helpers (also Jinja filters) ----------------------------------------------------
@@ -137,13 +139,23 @@ def entry_tags(entry: Entry) -> list[str]:
         for fix in cause.fixes:
             if fix.status == FixStatus.ineffective:
                 continue
-            tags += _FLAG_RE.findall(fix.cli or "")
-            tags += _ENV_RE.findall(fix.env or "") + _ENV_RE.findall(fix.cli or "")
+            tags += vllm_flags(fix.cli or "")
+            tags += _ENV_RE.findall(fix.env or "")
     tags += list(entry.tags)
     seen: dict[str, None] = {}
     for tag in tags:
         seen.setdefault(tag, None)
     return list(seen)
+
+
+def vllm_flags(cli: str) -> list[str]:
+    """Flags and env vars of the vllm commands in a shell line; other tools' flags (nvidia-smi
+    --format) are not vLLM's and make no tags."""
+    found: list[str] = []
+    for segment in _SHELL_SPLIT_RE.split(cli):
+        if _VLLM_CMD_RE.match(segment):
+            found += _ENV_RE.findall(segment.split("vllm", 1)[0]) + _FLAG_RE.findall(segment)
+    return found
 
 
 def fix_forms(fix) -> list[tuple[str, str, str]]:

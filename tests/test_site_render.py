@@ -92,6 +92,13 @@ def test_tags_are_stable_and_never_name_invented_flags(entry):
     assert not set(invented) & set(tags)
 
 
+def test_only_vllm_commands_give_flag_tags():
+    assert render.vllm_flags("VLLM_CPU_KVCACHE_SPACE=8 vllm serve MODEL --max-model-len 4096") == ["VLLM_CPU_KVCACHE_SPACE", "--max-model-len"]
+    assert render.vllm_flags("nvidia-smi --query-compute-apps=pid --format=csv && vllm serve M --enforce-eager") == ["--enforce-eager"]
+    assert render.vllm_flags("python -m vllm.entrypoints.openai.api_server --model M --swap-space 0") == ["--model", "--swap-space"]
+    assert render.vllm_flags("kill -9 PID; ls --all") == []
+
+
 # --- results file ----------------------------------------------------------------------------------
 
 

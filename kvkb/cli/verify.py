@@ -18,7 +18,7 @@ from kvkb.loader import REPO_ROOT, kb_dir, load_kb
 
 def add_parser(sub) -> None:
     p = sub.add_parser("verify", help="run the entries' broken/fixed code against real vLLM and record the results")
-    p.add_argument("ids", nargs="*", metavar="ID", help="entry ids (default: every entry with broken_code)")
+    p.add_argument("ids", nargs="*", metavar="ID", help="entry ids (default: every entry with code to run)")
     p.add_argument("--backend", choices=["cpu", "cuda"], default="cpu", help="vLLM backend to run on (default cpu)")
     p.add_argument("--python", metavar="PATH",
                    help="a Python that has vLLM (default: env KVKB_VLLM_PYTHON, else this interpreter)")
@@ -53,7 +53,7 @@ def vllm_version(python: str) -> tuple[str | None, str]:
 def run(args) -> int:
     from kvkb.reproductions import results as results_mod
     from kvkb.reproductions.progress import Progress, summary_table
-    from kvkb.reproductions.runner import RunnerConfig, plan, verify_entry
+    from kvkb.reproductions.runner import RunnerConfig, has_reproduction, plan, verify_entry
     from kvkb.reproductions.scenario import ScenarioError, load_scenarios
 
     if args.timeout is not None and args.timeout <= 0:
@@ -65,14 +65,15 @@ def run(args) -> int:
     if unknown:
         return _usage(f"unknown entry id(s): {', '.join(unknown)} (entries in {kb_dir()}: {len(kb.entries)})")
     if args.ids:
-        without = [i for i in args.ids if not kb.entries[i].broken_code]
+        without = [i for i in args.ids if not has_reproduction(kb.entries[i])]
         if without:
-            return _usage(f"no reproduction for {', '.join(without)}: the entry has no broken_code")
+            return _usage(f"no reproduction for {', '.join(without)}: the entry has no broken_code "
+                          "and no ineffective fix with code")
         selected = list(dict.fromkeys(args.ids))
     else:
-        selected = sorted(i for i, e in kb.entries.items() if e.broken_code)
+        selected = sorted(i for i, e in kb.entries.items() if has_reproduction(e))
         if not selected:
-            return _usage(f"no entry in {kb_dir()} has broken_code to run")
+            return _usage(f"no entry in {kb_dir()} has code to run")
     try:
         scenarios = load_scenarios()
     except ScenarioError as exc:

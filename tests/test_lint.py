@@ -1,0 +1,201 @@
+"""kvkb lint: one fixture per problem code fails with that code at that line; the CLI never tracebacks."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kvkb.cli.main import main
+from kvkb.codes import CODES, Problem
+from kvkb.lint import code_problem, lint_paths
+
+FIXTURES = Path(__file__).parent / "data" / "broken-entries"
+
+# (fixture, code, line, column, text on that line): the position is the offending key or item
+EXPECTED = [
+    ("kb001-yaml-syntax", "KB001", 7, 15, "phase: startup: now"),
+    ("kb002-not-a-mapping", "KB002", 2, 1, "- id: kb002-not-a-mapping"),
+    ("kb003-not-utf8", "KB003", 3, 12, None),  # the undecodable byte itself
+    ("kb010-missing-key", "KB010", 20, 5, "- id: context-too-long"),  # the cause lacking 'diagnosis'
+    ("kb011-invalid-value", "KB011", 5, 1, "severity: deadly"),
+    ("kb012-unknown-nested-key", "KB012", 26, 9, 'clii: "vllm serve'),
+    ("kb013-duplicate-key", "KB013", 8, 1, "phase: serving"),
+    ("kb014-todo-left", "KB014", 18, 1, "meaning: TODO"),
+    ("kb020-id-not-file-name", "KB020", 2, 1, "id: some-other-name"),
+    ("kb021-duplicate-fix-id", "KB021", 29, 5, "- id: lower-max-model-len"),
+    ("kb022-dangling-related", "KB022", 47, 5, "- id: no-such-entry"),
+    ("kb030-not-a-range", "KB030", 27, 9, 'versions: "0.4.1"'),
+    ("kb030-reversed-version-range", "KB030", 13, 5, 'versions: ">=0.9.2,<=0.4.1"'),
+    ("kb040-stray-brace", "KB040", 12, 5, "template: "),
+    ("kb041-adjacent-placeholders", "KB041", 12, 5, "template: "),
+    ("kb042-sample-mismatch", "KB042", 17, 9, "max sequence len"),
+    ("kb050-unknown-fix-placeholder", "KB050", 26, 9, "{max_model_len_fits}"),
+    ("kb051-ineffective-without-code", "KB051", 29, 5, "- id: max-seq-len-kwarg"),
+    ("kb052-code-without-main-guard", "KB052", 39, 1, "broken_code: |"),
+]
+REQUIRED = {"KB001", "KB002", "KB003", "KB010", "KB011", "KB012", "KB013", "KB020", "KB021", "KB022", "KB030",
+            "KB040", "KB041", "KB042", "KB050", "KB051", "KB052"}
+
+
+def test_fixtures_cover_every_required_code_and_exist():
+    assert REQUIRED <= {code for _, code, *_ in EXPECTED}
+    on_disk = {p.stem for p in FIXTURES.glob("*.yaml")} - {"ok-baseline"}
+    assert on_disk == {name for name, *_ in EXPECTED}
+
+
+def test_baseline_is_clean():
+    # every fixture is this entry with one defect, so each problem below comes from that defect alone
+    assert lint_paths([FIXTURES / "ok-baseline.yaml"], with_matcher=False) == ([], 1)
+
+
+@pytest.mark.parametrize("name, code, line, column, text", EXPECTED, ids=[e[0] for e in EXPECTED])
+def test_each_broken_entry_fails_with_its_code_at_its_line(name, code, line, column, text):
+    path = FIXTURES / f"{name}.yaml"
+    # the fixtures are near-copies of one another, so kbmatch cannot tell them apart: skip KB043/KB044
+    problems, checked = lint_paths([path], with_matcher=False)
+    assert checked == 1
+    assert [(p.code, p.line, p.column) for p in problems] == [(code, line, column)]
+    if text is not None:
+        assert text in path.read_text().splitlines()[line - 1]
+
+
+def test_unknown_key_suggests_the_known_one():
+    (problem,), _ = lint_paths([FIXTURES / "kb012-unknown-nested-key.yaml"], with_matcher=False)
+    assert problem.message == "unknown key 'causes[0].fixes[0].clii' (did you mean 'cli'?)"
+
+
+def test_unknown_top_level_key_suggests_too(tmp_path):
+    path = tmp_path / "ok-baseline.yaml"
+    path.write_text((FIXTURES / "ok-baseline.yaml").read_text().replace("causes:", "causess:"))
+    problems, _ = lint_paths([path], with_matcher=False)
+    assert "unknown key 'causess' (did you mean 'causes'?)" in [p.message for p in problems]
+
+
+def test_problem_format_has_position_code_and_remedy():
+    text = Problem("kb/foo.yaml", 12, 5, "KB012", "unknown key 'fixes_cli' (did you mean 'fixes'?)").format()
+    assert text.splitlines()[0] == "kb/foo.yaml:12:5: KB012 unknown key 'fixes_cli' (did you mean 'fixes'?)"
+    assert text.splitlines()[1].strip() == f"remedy: {CODES['KB012'].remedy}"
+
+
+def test_lone_file_catches_an_id_another_file_uses(tmp_path):
+    base = (FIXTURES / "ok-baseline.yaml").read_text()
+    (tmp_path / "ok-baseline.yaml").write_text(base)
+    (tmp_path / "copy.yaml").write_text(base)
+    problems, _ = lint_paths([tmp_path / "copy.yaml"], with_matcher=False)
+    assert sorted(p.code for p in problems) == ["KB020", "KB021"]
+
+
+def test_lone_file_resolves_related_ids_against_its_folder(tmp_path):
+    base = (FIXTURES / "ok-baseline.yaml").read_text()
+    (tmp_path / "ok-baseline.yaml").write_text(base.replace("references:\n", "related:\n  - id: other-entry\nreferences:\n"))
+    assert [p.code for p in lint_paths([tmp_path / "ok-baseline.yaml"], with_matcher=False)[0]] == ["KB022"]
+    (tmp_path / "other-entry.yaml").write_text(base.replace("id: ok-baseline", "id: other-entry"))
+    assert lint_paths([tmp_path / "ok-baseline.yaml"], with_matcher=False)[0] == []
+
+
+@pytest.mark.parametrize(
+    "src, expect",
+    [
+        ('from vllm import LLM\n\nif __name__ == "__main__":\n    LLM(model="m")\n', None),
+        ("from vllm import LLM\n\nif '__main__' == __name__:\n    LLM(model='m')\n", None),
+        ('from vllm import LLM\n\ndef run():\n    LLM(model="m")\n\nif __name__ == "__main__":\n    run()\n', None),
+        ('from vllm import LLM\nLLM(model="m")\n', "guard"),
+        ('import vllm\nif __name__ == "__main__":\n    pass\nengine = vllm.LLM(model="m")\n', "outside"),
+        ('if __name__ == "__main__":\n    print(1\n', "not valid Python"),
+        ('if __name__ != "__main__":\n    pass\n', "guard"),
+    ],
+)
+def test_code_problem(src, expect):
+    got = code_problem(src)
+    assert (got is None) if expect is None else (expect in got)
+
+
+# --- the command line -------------------------------------------------------------------------------
+
+
+def _cli(*args, cwd=None):
+    proc = subprocess.run([sys.executable, "-m", "kvkb.cli.main", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, timeout=120)
+    assert "Traceback" not in proc.stderr + proc.stdout
+    return proc
+
+
+def test_cli_clean_entry_exits_0(tmp_path):
+    shutil.copy(FIXTURES / "ok-baseline.yaml", tmp_path)
+    proc = _cli("lint", tmp_path)
+    assert proc.returncode == 0 and "1 entry checked, no problems" in proc.stderr
+
+
+def test_cli_problem_exits_1_with_file_line_code(tmp_path):
+    proc = _cli("lint", "--no-matcher", FIXTURES / "kb012-unknown-nested-key.yaml")
+    assert proc.returncode == 1
+    assert ":26:9: KB012 unknown key 'causes[0].fixes[0].clii' (did you mean 'cli'?)" in proc.stdout
+    assert "remedy:" in proc.stdout
+
+
+def test_cli_whole_fixture_folder_reports_every_fixture():
+    proc = _cli("lint", "--no-matcher", FIXTURES)
+    assert proc.returncode == 1
+    for name, code, line, column, _ in EXPECTED:
+        assert f"{name}.yaml:{line}:{column}: {code} " in proc.stdout
+
+
+@pytest.mark.parametrize(
+    "setup, message",
+    [
+        (lambda d: d / "missing", "no such file or folder"),
+        (lambda d: d, "no entries"),
+    ],
+)
+def test_cli_usage_errors_exit_2(tmp_path, setup, message):
+    proc = _cli("lint", setup(tmp_path))
+    assert proc.returncode == 2 and message in proc.stderr
+
+
+def test_cli_unknown_option_exits_2():
+    proc = _cli("lint", "--bogus")
+    assert proc.returncode == 2 and "unrecognized arguments: --bogus" in proc.stderr
+
+
+def test_cli_junk_folder_is_problems_not_a_traceback(tmp_path):
+    (tmp_path / "binary.yaml").write_bytes(bytes(range(256)) * 4)
+    (tmp_path / "empty.yaml").write_bytes(b"")
+    (tmp_path / "list.yaml").write_text("- a\n- b\n")
+    (tmp_path / "latin1.yaml").write_bytes(b"id: caf\xe9\n")
+    (tmp_path / "deep.yaml").write_text("[" * 50_000)
+    (tmp_path / "loop.yaml").write_text("a: &x [*x]\n")
+    (tmp_path / "dir.yaml").mkdir()
+    (tmp_path / "notes.txt").write_text("ignored: only *.yaml and *.yml are entries\n")
+    proc = _cli("lint", tmp_path)
+    assert proc.returncode == 1
+    codes = {line.split(": ")[1].split()[0] for line in proc.stdout.splitlines() if ": KB" in line}
+    assert {"KB001", "KB002", "KB003"} <= codes
+    assert "notes.txt" not in proc.stdout
+
+
+def test_cli_codes_table_lists_every_code():
+    proc = _cli("lint", "--codes")
+    assert proc.returncode == 0
+    assert [line.split(" | ")[0].lstrip("| ") for line in proc.stdout.splitlines()[2:]] == list(CODES)
+
+
+def test_cli_default_is_the_kb_folder(monkeypatch, tmp_path, capsys):
+    shutil.copy(FIXTURES / "kb011-invalid-value.yaml", tmp_path)
+    monkeypatch.setenv("KVKB_KB_DIR", str(tmp_path))
+    assert main(["lint", "--no-matcher"]) == 1
+    assert "KB011" in capsys.readouterr().out
+
+
+def test_cli_internal_error_is_a_message_not_a_traceback(monkeypatch, capsys, tmp_path):
+    import kvkb.cli.lint as cli_lint
+
+    def boom(paths, with_matcher=True):
+        raise RuntimeError("matcher exploded")
+
+    shutil.copy(FIXTURES / "ok-baseline.yaml", tmp_path)
+    monkeypatch.delenv("KVKB_DEBUG", raising=False)
+    monkeypatch.setattr(cli_lint, "lint_paths", boom)
+    assert main(["lint", str(tmp_path)]) == 3
+    assert "internal error, please report it: RuntimeError: matcher exploded" in capsys.readouterr().err

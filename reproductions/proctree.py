@@ -94,19 +94,21 @@ def run_isolated(
             start_new_session=True,
         )
         timed_out = False
-        while True:
-            try:
-                proc.wait(timeout=1.0)
-                break
-            except subprocess.TimeoutExpired:
-                elapsed = time.monotonic() - start
-                if tick:
-                    tick(elapsed)
-                if elapsed > timeout_s:
-                    timed_out = True
+        try:
+            while True:
+                try:
+                    proc.wait(timeout=1.0)
                     break
-        leftovers = kill_session(proc.pid)
-        proc.wait()
+                except subprocess.TimeoutExpired:
+                    elapsed = time.monotonic() - start
+                    if tick:
+                        tick(elapsed)
+                    if elapsed > timeout_s:
+                        timed_out = True
+                        break
+        finally:  # also on Ctrl-C: an interrupted verify must not leave an engine holding memory
+            leftovers = kill_session(proc.pid)
+            proc.wait()
     output = log_path.read_bytes().decode("utf-8", errors="replace")
     return RunResult(
         exit_code=None if timed_out else proc.returncode,

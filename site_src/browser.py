@@ -104,10 +104,12 @@ def search(driver, base_url: str, query: str, timeout: float = 15.0) -> list[str
 
     driver.get(base_url)
     wait = WebDriverWait(driver, timeout)
-    # the search worker posts READY once the index is built; the input is usable before that,
-    # and queries typed early are queued by material until the worker is ready
     box = wait.until(ec.element_to_be_clickable((By.CSS_SELECTOR, "input.md-search__input")))
     box.click()
+    # wait for the worker to finish building the index: material then swaps "Initializing search"
+    # for its "Type to start searching" prompt
+    meta = (By.CSS_SELECTOR, ".md-search-result__meta")
+    wait.until(lambda d: (t := d.find_element(*meta).text) and "Initializing" not in t)
     # like a paste: the whole text at once, then one real key so material's keyup handler runs
     # (typing 200 characters one by one would run 200 searches)
     driver.execute_script("arguments[0].value = arguments[1]", box, query)
@@ -123,13 +125,15 @@ def search(driver, base_url: str, query: str, timeout: float = 15.0) -> list[str
             return None
 
     deadline = time.monotonic() + timeout
-    last = None
+    last, same = None, 0
     while time.monotonic() < deadline:
         now = read()
-        finished = now is not None and "matching document" in now[0] and (now[1] or now[0].startswith("No "))
-        if finished and now == last:
-            return now[1]
+        same = same + 1 if now is not None and now == last else 0
         last = now
+        if now is not None and "matching document" in now[0]:
+            # a non-empty list is final once it holds still; "No matching" must hold longer
+            if same >= (1 if now[1] else 5):
+                return now[1]
         time.sleep(0.3)
     raise TimeoutError(f"search for {query[:60]!r} did not settle in {timeout} s (last: {last})")
 

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from kvkb.loader import load_kb
+from kvkb.reproductions.runner import has_reproduction
 from kvkb.reproductions.scenario import (
     BACKEND_DEFAULTS, SCENARIO_DIR, ScenarioError, load_scenario, load_scenarios, parse_scenario,
 )
@@ -68,9 +69,9 @@ def test_every_entry_with_code_has_a_scenario_and_its_fix_exists():
     kb = load_kb()
     scenarios = load_scenarios(SCENARIO_DIR)
     for entry_id, entry in kb.entries.items():
-        if not entry.broken_code:
+        if not has_reproduction(entry):
             continue
-        assert entry_id in scenarios, f"{entry_id} has broken_code but no reproductions/scenarios/{entry_id}.yaml"
+        assert entry_id in scenarios, f"{entry_id} has code but no reproductions/scenarios/{entry_id}.yaml"
         s = scenarios[entry_id]
         fix_ids = {f.id for f in entry.all_fixes}
         if s.fix:

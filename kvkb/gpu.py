@@ -120,9 +120,11 @@ def dirty_reasons(gpu: Gpu, allowed_pids: frozenset[int] = frozenset()) -> list[
             continue
         held = f"{p.used_bytes / GIB:.2f} GiB" if p.used_bytes is not None else "memory"
         reasons.append(f"GPU {gpu.index}: pid {p.pid} ({p.name}) holds {held}")
-    if not reasons and gpu.used_bytes > IDLE_USED_BYTES:
+    # memory no visible process accounts for (e.g. a process in another container)
+    unexplained = gpu.used_bytes - sum(p.used_bytes or 0 for p in gpu.processes)
+    if not any(p.used_bytes is None for p in gpu.processes) and unexplained > IDLE_USED_BYTES:
         reasons.append(
-            f"GPU {gpu.index}: {gpu.used_bytes / GIB:.2f} GiB in use by a process not visible from here "
+            f"GPU {gpu.index}: {unexplained / GIB:.2f} GiB in use by no process visible from here "
             "(another container?)"
         )
     return reasons

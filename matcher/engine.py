@@ -129,6 +129,7 @@ class Matcher:
         cues: set[str] = set()
         context: list[str] = []
         kept = 0
+        literal = self.table.literal_numbers
         for first, window in read.windows(stream, self.anchors, stats):
             lines = split_lines(window)
             recs, window_cues = segment([(first + k, ln) for k, ln in enumerate(lines)])
@@ -137,7 +138,8 @@ class Matcher:
                 context.append(window[: MAX_CONTEXT - kept])
                 kept += len(context[-1])
             for r in recs:
-                key = (r.kind, r.type, r.norm)
+                # numbers are masked in norm, except those a template spells out ("usage: 100.0%")
+                key = (r.kind, r.type, r.norm, frozenset(r.numbers & literal) if literal else None)
                 if key in seen or len(seen) >= MAX_RECORDS:
                     continue
                 seen.add(key)
@@ -151,7 +153,7 @@ class Matcher:
         recs, _ = segment([(1, line)])
         out: dict[str, float] = {}
         for rec in recs:
-            for base, si in self.table.score(rec, 0.0):
+            for base, si, _ in self.table.score(rec, 0.0):
                 eid = self.entries[self.table.sigs[si]["entry"]]["id"]
                 out[eid] = max(out.get(eid, 0.0), base)
         return out
@@ -173,17 +175,18 @@ class Matcher:
         if not scored:
             return []
         record_stage = stage(record.cues) or global_stage
-        best: dict[int, tuple[float, float, int]] = {}
-        for base, si in scored:
+        best: dict[int, tuple[float, float, bool, int]] = {}
+        for base, si, is_exact in scored:
             ei = self.table.sigs[si]["entry"]
             final = base + self._entry_bonus(self.entries[ei], record_stage)
             cur = best.get(ei)
-            if cur is None or (final, base) > (cur[0], cur[1]) or (
-                (final, base) == (cur[0], cur[1]) and self._variant_better(record, si, cur[2])
+            # among one entry's wordings: the higher score, then the one the line holds word for word
+            if cur is None or (final, base, is_exact) > cur[:3] or (
+                (final, base, is_exact) == cur[:3] and self._variant_better(record, si, cur[3])
             ):
-                best[ei] = (final, base, si)
-        ranked = sorted(best.values(), key=lambda t: (-t[0], -t[1]))
-        return [(f, b, si, record_stage) for f, b, si in ranked]
+                best[ei] = (final, base, is_exact, si)
+        ranked = sorted(best.values(), key=lambda t: (-t[0], -t[1], not t[2]))
+        return [(f, b, si, record_stage) for f, b, _, si in ranked]
 
     def _variant_better(self, record: Record, si: int, sj: int) -> bool:
         """Two wordings of one entry tie after canonicalisation ("models's"): prefer the one the log really has."""

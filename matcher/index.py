@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 # Bump when normalise(), the index layout or what is derived at build time changes.
-FORMAT = 5
+FORMAT = 6
 INDEX_NAME = ".index.json"
 EXPLAIN_NAME = ".index-explain.json"
 BASE_ANCHORS = ("rror", "WARN")  # candidate lines in big logs: *Error, error, WARNING
@@ -61,6 +61,7 @@ def build(entries) -> tuple[dict, dict]:
     from kvkb import template
 
     from .normalize import normalise
+    from .score import literal_form
 
     index = {"format": FORMAT, "entries": [], "signatures": [], "anchors": list(BASE_ANCHORS)}
     explain = {}
@@ -103,6 +104,7 @@ def build(entries) -> tuple[dict, dict]:
                     "regex": template.to_regex(sig.template).pattern,
                     "prefixes": prefixes[::-1],  # longest first: partial extraction of a cut line
                 }
+                | literal_form(parts)  # exact match without compiling the regex; literal numbers
             )
             short = (sig.exception or "").rsplit(".", 1)[-1]
             if sig.exception and not any(a in short for a in anchors):

@@ -108,6 +108,19 @@ def normalise(text: str, canon: bool = True) -> str:
 
 
 _NUMBER_RE = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:[eE][+-]?\d+)?")
+# the numbers normalise() masks as <n>: 16,384 / 5.62 / -0.49 / 1e-5, not the 1 in "v1"
+_MASKED_NUMBER_RE = _MASKS[-1][0]
+
+
+def numbers_in(text: str) -> set[float]:
+    """Every number in text as a value ('16,384' and '16384' are one number)."""
+    out = set()
+    for m in _MASKED_NUMBER_RE.finditer(text):
+        try:
+            out.add(float(m.group(0).replace(",", "")))
+        except ValueError:
+            pass
+    return out
 
 
 def to_number(value: str) -> float | None:

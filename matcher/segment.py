@@ -8,7 +8,7 @@ which tell apart entries whose messages are identical (a CUDA OOM at startup vs 
 from __future__ import annotations
 
 import re
-from .normalize import clean_line, normalise, strip_prefixes
+from .normalize import canonical, clean_line, normalise, numbers_in, strip_prefixes
 
 MAX_MESSAGE = 8192  # a message longer than this is noise (a dumped tensor, a config repr)
 MAX_JOIN = 8  # continuation lines joined onto one hard-wrapped message
@@ -30,6 +30,22 @@ _INNER_RES = [
     re.compile(r"original error: (?P<msg>.*?)\)?$"),
     re.compile(r"to find the original error: (?P<msg>.*?)\.?$"),
 ]
+# An HTTP error body quoted in a client-side traceback or printed raw: the server's message is inside.
+#   openai.BadRequestError: Error code: 400 - {'error': {'message': "This model's ...", 'type': ...}}
+#   {"object":"error","message":"This model's maximum context length ...","type":"BadRequestError",...}
+_EMBEDDED_RE = re.compile(r"""['"]message['"]\s*:\s*(?:"(?P<dq>(?:[^"\\]|\\.)*)"|'(?P<sq>(?:[^'\\]|\\.)*)')""")
+_ESCAPE_RE = re.compile(r"\\(u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|.)")
+_ESCAPES = {"n": " ", "t": " ", "r": " "}
+
+# pydantic (vLLM >= 0.9.2 config classes are pydantic dataclasses) prints the real message on the
+# lines after "ValidationError: 1 validation error for ModelConfig":
+#     Value error, User-specified max_model_len (65536) is greater than ... [type=value_error, input_value=..., input_type=...]
+#       For further information visit https://errors.pydantic.dev/2.11/v/value_error
+_VALIDATION_HEAD_RE = re.compile(r"^\d+ validation errors? for \S+")
+_PYDANTIC_ITEM = ("Value error, ", "Assertion failed, ")
+_PYDANTIC_MORE = "For further information visit https://errors.pydantic.dev"
+_FIELD_RE = re.compile(r"^[\w.\[\]-]+$")  # the field path line above a field error
+PYDANTIC_TYPE = "pydantic_core._pydantic_core.ValidationError"
 
 # Stage cues: function names in frames and phrases vLLM logs around the failure.
 CUE_RES = {
@@ -54,7 +70,7 @@ _FRAME_CUE_REACH = 400
 class Record:
     """One error message found in the log. (A plain class: dataclasses would import inspect, ~10 ms.)"""
 
-    __slots__ = ("line", "kind", "type", "level", "message", "cues", "_norm")
+    __slots__ = ("line", "kind", "type", "level", "message", "cues", "_norm", "_canon", "_numbers")
 
     def __init__(self, line: int, kind: str, type: str | None, level: str | None, message: str, cues: frozenset[str] = frozenset()):
         self.line = line  # 1-based line number where the message starts
@@ -64,6 +80,8 @@ class Record:
         self.message = message  # clean text, numbers kept, hard-wrapped lines joined
         self.cues = cues
         self._norm: str | None = None
+        self._canon: str | None = None
+        self._numbers: set[float] | None = None
 
     def __repr__(self) -> str:
         return f"Record({self.line}, {self.kind!r}, {self.type!r}, {self.level!r}, {self.message[:60]!r})"
@@ -74,6 +92,19 @@ class Record:
         if self._norm is None:
             self._norm = normalise(self.message)
         return self._norm
+
+    @property
+    def canon(self) -> str:
+        """The message with known wording variants canonicalised ("models's"), numbers kept."""
+        if self._canon is None:
+            self._canon = canonical(self.message)
+        return self._canon
+
+    @property
+    def numbers(self) -> set[float]:
+        if self._numbers is None:
+            self._numbers = numbers_in(self.message)
+        return self._numbers
 
     @property
     def text(self) -> str:
@@ -136,6 +167,7 @@ def segment(lines: list[tuple[int, str]]) -> tuple[list[Record], frozenset[str]]
     records: list[Record] = []
     global_cues: set[str] = set()
     pending: list[tuple[int, str]] = []  # (line, cue) since the previous record
+    validation: Record | None = None  # the "N validation errors for X" record whose items follow
     i = 0
     n = len(parsed)
     while i < n:
@@ -143,9 +175,28 @@ def segment(lines: list[tuple[int, str]]) -> tuple[list[Record], frozenset[str]]
         i += 1
         if fence or not content.strip():
             continue
+        stripped = content.strip()
+        if validation is not None and level != validation.level:
+            validation = None
+        item = _pydantic_item(stripped, validation is not None and content[:1].isspace())
+        if validation is not None and item is None and not (
+            content[:1].isspace() or _FIELD_RE.match(stripped) or stripped.startswith(_PYDANTIC_MORE)
+        ):
+            validation = None
+        if validation is not None and item is None and _FIELD_RE.match(stripped):
+            continue  # the field path above a pydantic field error ("gpu_memory_utilization")
         cues_here = cues_of(content)
+        if item is not None:
+            message, i = _join_item(item, parsed, i)
+            cues = set(validation.cues) if validation is not None else set()
+            cues |= _near(pending, lineno) | cues_here
+            pending = []
+            if validation is not None and records and records[-1] is validation:
+                records.pop()  # its items say more than "1 validation error for ModelConfig"
+            records.append(Record(lineno, "exception", validation.type if validation else PYDANTIC_TYPE, level, message, frozenset(cues)))
+            continue
         frame = _FRAME_RE.match(content)
-        if frame or content[:1].isspace() or _CARET_RE.match(content) or _BREAK_RE.match(content):
+        if frame or content[:1].isspace() or _CARET_RE.match(content) or _BREAK_RE.match(content) or stripped.startswith(_PYDANTIC_MORE):
             # frames, source lines, carets: context for the record that follows
             found = cues_of(frame.group("func") or "") if frame else cues_here
             pending.extend((lineno, cue) for cue in found)
@@ -161,11 +212,11 @@ def segment(lines: list[tuple[int, str]]) -> tuple[list[Record], frozenset[str]]
         else:
             rec_kind = "bare"
             global_cues |= cues_here
-        exc = _exception(content.strip())
+        exc = _exception(stripped)
         if exc:
             rec_kind = "exception"
         # join hard-wrapped continuation lines
-        message = exc[1] if exc else content.strip()
+        message = exc[1] if exc else stripped
         joined = 0
         while i < n and joined < MAX_JOIN and len(message) < MAX_MESSAGE:
             nl, nxt, nlevel, nprefixed, nfence = parsed[i]
@@ -177,25 +228,90 @@ def segment(lines: list[tuple[int, str]]) -> tuple[list[Record], frozenset[str]]
             i += 1
             joined += 1
         message = message[:MAX_MESSAGE]
-        cues = {c for ln, c in pending if (ln >= 0 and lineno - ln <= _FRAME_CUE_REACH) or (ln < 0 and lineno + ln <= _INFO_CUE_REACH)}
-        cues |= cues_here
+        cues = _near(pending, lineno) | cues_here
         pending = []
         if rec_kind == "bare" and (len(message) < 20 or not re.search(r"[A-Za-z]{3}", message)):
             continue
-        records.append(Record(lineno, rec_kind, exc[0] if exc else None, level, message, frozenset(cues)))
+        record = Record(lineno, rec_kind, exc[0] if exc else None, level, message, frozenset(cues))
+        records.append(record)
+        if exc and exc[0].endswith("ValidationError") and _VALIDATION_HEAD_RE.match(message):
+            validation = record
+            continue
         # wrappers that carry the real error inside their text
         for rx in _INNER_RES:
             m = rx.search(message)
             if not m or not m.group("msg").strip():
                 continue
             inner = m.group("msg").strip()
+            break
+        else:
+            inner = _embedded(message)
+        if inner:
             inner_exc = _exception(inner)
             if inner_exc:
                 records.append(Record(lineno, "inner", inner_exc[0], level, inner_exc[1], frozenset(cues)))
             elif len(inner) >= 20:
                 records.append(Record(lineno, "inner", None, level, inner, frozenset(cues)))
-            break
     return records, frozenset(global_cues)
+
+
+def _near(pending: list[tuple[int, str]], lineno: int) -> set[str]:
+    """Cues close enough to the record on lineno (INFO lines, stored negative, reach less far)."""
+    return {c for ln, c in pending if (ln >= 0 and lineno - ln <= _FRAME_CUE_REACH) or (ln < 0 and lineno + ln <= _INFO_CUE_REACH)}
+
+
+def _pydantic_item(stripped: str, in_block: bool) -> str | None:
+    """The message of a pydantic error line ("Value error, <message> [type=...]"), else None.
+
+    Outside a "validation error for X" block only the "Value error, " form counts: a bare
+    "[type=" is too weak a sign on its own."""
+    for head in _PYDANTIC_ITEM:
+        if stripped.startswith(head):
+            return stripped[len(head):]
+    if in_block and "[type=" in stripped:
+        return stripped
+    return None
+
+
+def _join_item(message: str, parsed: list, i: int) -> tuple[str, int]:
+    """A pydantic item with its hard-wrapped continuation joined, pydantic's tail removed."""
+    joined = 0
+    while "[type=" not in message and i < len(parsed) and joined < MAX_JOIN and len(message) < MAX_MESSAGE:
+        _, nxt, nlevel, nprefixed, nfence = parsed[i]
+        ns = nxt.strip()
+        if (nfence or nlevel or not ns or nxt[:1].isspace() or ns.startswith(_PYDANTIC_MORE) or ns.startswith(_PYDANTIC_ITEM)
+                or _FRAME_RE.match(nxt) or _BREAK_RE.match(nxt) or _exception(ns)):
+            break
+        message = _join(message, nxt)
+        i += 1
+        joined += 1
+    # "... [type=value_error, input_value=ArgsKwargs((), {...}), input_type=ArgsKwargs]": pydantic's, not vLLM's
+    cut = message.rfind("[type=")
+    if cut >= 0:
+        message = message[:cut]
+    return message.strip()[:MAX_MESSAGE], i
+
+
+def _embedded(message: str) -> str | None:
+    """The server's message inside a quoted HTTP error body (JSON or a Python dict repr)."""
+    if "message" not in message:
+        return None
+    m = _EMBEDDED_RE.search(message)
+    if not m:
+        return None
+    raw = m.group("dq") if m.group("dq") is not None else m.group("sq")
+    text = _ESCAPE_RE.sub(_unescape, raw).strip() if "\\" in raw else raw.strip()
+    return text or None
+
+
+def _unescape(m: re.Match) -> str:
+    code = m.group(1)
+    if len(code) > 1:
+        try:
+            return chr(int(code[1:], 16))
+        except ValueError:
+            return ""
+    return _ESCAPES.get(code, code)
 
 
 def split_lines(text: str, max_line: int = 65536) -> list[str]:

@@ -89,3 +89,58 @@ def test_wrapper_lines_yield_the_inner_error():
 def test_frames_carets_and_blank_lines_are_not_records():
     text = '  File "/a.py", line 1, in f\n    x = y(\n        ^^^^\n\n'
     assert records(text) == []
+
+
+PYDANTIC = """Traceback (most recent call last):
+  File "/usr/lib/python3.12/site-packages/vllm/engine/arg_utils.py", line 2050, in create_model_config
+    return ModelConfig(
+(APIServer pid=1) pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig
+(APIServer pid=1)   Value error, User-specified max_model_len (65536) is greater than the derived max_model_len (max_position_embeddings=32768.0 or model_max_length=None in model's config.json). [type=value_error, input_value=ArgsKwargs((), {'model': 'x', 'y': [1]}), input_type=ArgsKwargs]
+(APIServer pid=1)     For further information visit https://errors.pydantic.dev/2.11/v/value_error
+"""
+
+
+def test_pydantic_validation_error_record_is_the_value_error_text():
+    [rec] = records(PYDANTIC)
+    assert rec.kind == "exception" and rec.type == "pydantic_core._pydantic_core.ValidationError" and rec.line == 5
+    assert rec.message.startswith("User-specified max_model_len (65536) is greater")
+    assert rec.message.endswith("in model's config.json).")  # pydantic's [type=..., input_value=...] tail is gone
+    assert "pydantic.dev" not in rec.message
+
+
+def test_pydantic_items_hard_wrapped_several_and_field_errors():
+    text = (
+        "pydantic_core._pydantic_core.ValidationError: 2 validation errors for SchedulerConfig\n"
+        "  Value error, max_num_batched_tokens (2048) is smaller than max_model_len (8192). This effectively\n"
+        "limits the maximum sequence length [type=value_error, input_value=ArgsKwargs((), {}), input_type=ArgsKwargs]\n"
+        "    For further information visit https://errors.pydantic.dev/2.11/v/value_error\n"
+        "gpu_memory_utilization\n"
+        "  Input should be less than or equal to 1 [type=less_than_equal, input_value=1.5, input_type=float]\n"
+        "INFO 11-20 10:12:01 [core.py:1] next\n"
+    )
+    recs = records(text)
+    assert [(r.type.rsplit(".", 1)[-1], r.message) for r in recs[:2]] == [
+        ("ValidationError", "max_num_batched_tokens (2048) is smaller than max_model_len (8192). This effectively limits the maximum sequence length"),
+        ("ValidationError", "Input should be less than or equal to 1"),
+    ]
+    assert recs[2].message == "next"
+
+
+def test_lone_value_error_line_is_a_pydantic_record():
+    [rec] = records("  Value error, Too large swap space. 32.00 GiB out of the 31.26 GiB total CPU memory is allocated for the swap space. [type=value_error]")
+    assert rec.type == "pydantic_core._pydantic_core.ValidationError"
+    assert rec.message == "Too large swap space. 32.00 GiB out of the 31.26 GiB total CPU memory is allocated for the swap space."
+
+
+def test_http_error_bodies_yield_the_servers_message():
+    client = ("openai.BadRequestError: Error code: 400 - {'error': {'message': \"This model's maximum context length is 8192 tokens. "
+              "However, you requested 9048 tokens.\", 'type': 'BadRequestError', 'param': None, 'code': 400}}")
+    recs = records(client)
+    assert recs[0].type == "openai.BadRequestError"
+    assert recs[1].kind == "inner" and recs[1].message == "This model's maximum context length is 8192 tokens. However, you requested 9048 tokens."
+    raw = ('{"object":"error","message":"This model\'s maximum context length is 2048 tokens. \\"x\\" \\u00e9\\nend",'
+           '"type":"BadRequestError","param":null,"code":400}')
+    recs = records(raw)
+    assert recs[-1].kind == "inner" and recs[-1].message == 'This model\'s maximum context length is 2048 tokens. "x" é end'
+    single = "ERROR x: {'message': 'It\\'s too long for this model, sorry', 'code': 400}"
+    assert records(single)[-1].message == "It's too long for this model, sorry"

@@ -3,7 +3,6 @@
 import json
 import shutil
 import sys
-from pathlib import Path
 
 import pytest
 import yaml

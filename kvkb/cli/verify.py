@@ -9,6 +9,7 @@ Exit 0 when every run passes (entries the backend cannot reproduce are skipped, 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -48,6 +49,17 @@ def vllm_version(python: str) -> tuple[str | None, str]:
         last = (proc.stderr.strip().splitlines() or ["import failed"])[-1]
         return None, f"{python} cannot import vllm ({last}); set --python or KVKB_VLLM_PYTHON to the vLLM venv"
     return proc.stdout.strip(), ""
+
+
+def _interrupt_on_term(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _cleanup_on_signals() -> None:
+    """SIGTERM (a cancelled CI job) and SIGINT (even when a background shell ignores it) stop the
+    run the way Ctrl-C does, so the running program's process tree is killed, not orphaned."""
+    signal.signal(signal.SIGTERM, _interrupt_on_term)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def run(args) -> int:
@@ -104,18 +116,19 @@ def run(args) -> int:
     progress = Progress(total_runs)
     progress.note(f"kvkb verify: {len(selected)} entries, {total_runs} runs, vLLM {version} ({args.backend}) "
                   f"with {python}")
+    path = args.results or results_mod.default_path(args.backend)
+    _cleanup_on_signals()
     entries = {}
     for entry_id in selected:
         entries[entry_id] = verify_entry(kb.entries[entry_id], scenarios.get(entry_id), cfg, progress)
-
-    fresh = {"vllm_version": version, "backend": args.backend, "device": device,
-             "date": results_mod.utc_now(), "entries": entries}
-    path = args.results or results_mod.default_path(args.backend)
-    try:
-        results_mod.write(path, fresh)
-    except OSError as exc:
-        print(f"kvkb verify: cannot write {path}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+        # written after every entry: an interrupted run keeps what it proved (merged by entry)
+        fresh = {"vllm_version": version, "backend": args.backend, "device": device,
+                 "date": results_mod.utc_now(), "entries": {entry_id: entries[entry_id]}}
+        try:
+            results_mod.write(path, fresh)
+        except OSError as exc:
+            print(f"kvkb verify: cannot write {path}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
     print(summary_table(entries))
     print(f"\nresults: {path}   logs: {workdir}")
     failed = [i for i, r in entries.items() if r["status"] == "fail"]

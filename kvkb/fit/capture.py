@@ -73,6 +73,7 @@ NEEDED = re.compile(r"max seq len \((\d+)\), \(([\d.]+) GiB KV cache is needed, 
 AUTOFIT = re.compile(r"Auto-fit max_model_len: reduced from (\d+) to (\d+)")
 NO_MEMORY = "No available memory for the cache blocks"
 SETTINGS = re.compile(r"^KVKB_SETTINGS (.*)$", re.M)
+ENGINE_ERROR = re.compile(r"Worker failed with error '([^']+)'")
 
 
 def run_engine(case: dict) -> None:
@@ -153,8 +154,11 @@ def capture(case: dict, python: str, timeout: int) -> dict:
         log = "".join(lines)
         obs = {k: v for k, v in case.items() if not k.startswith("_")}
         obs.update(parse_log(log), seconds=round(time.monotonic() - t0, 1), exit_code=proc.returncode)
-        obs["ok"] = "kv_tokens" in obs
-        if "settings" not in obs and "estimated_max_model_len" not in obs and not obs["no_memory"]:
+        obs["ok"] = "kv_tokens" in obs  # vLLM sized the cache and logged capacity
+        obs["engine_started"] = "settings" in obs
+        if m := ENGINE_ERROR.search(log):
+            obs["engine_error"] = m.group(1)  # e.g. a kernel this CPU lacks, after sizing succeeded
+        elif not obs["engine_started"] and "estimated_max_model_len" not in obs and not obs["no_memory"]:
             obs["log_tail"] = log[-3000:]
         return obs
     finally:

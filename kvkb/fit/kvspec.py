@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvkb.fit.hfconfig import ConfigError, ModelShape, dtype_bytes, model_dtype
+from kvkb.fit.hfconfig import ModelShape, dtype_bytes, model_dtype
 
 # `config/cache.py:39-59` (0.32.0): every value --kv-cache-dtype accepts.
 VLLM_KV_CACHE_DTYPES = (

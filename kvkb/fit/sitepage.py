@@ -145,11 +145,11 @@ def budget_svg(r: FitResult, title: str) -> str:
         x += w
         ly = 84 + 20 * i
         legend.append(f'<rect x="0" y="{ly - 11}" width="12" height="12" fill="{color}"/>'
-                      f'<text x="18" y="{ly}" font-size="13">{label}: {human_bytes(max(size, 0))}</text>')
+                      f'<text x="18" y="{ly}" font-size="13" fill="currentColor">{label}: {human_bytes(max(size, 0))}</text>')
     h = 84 + 20 * len(parts)
     return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {int(width)} {h}" width="100%" '
             f'role="img" aria-label="{title}">'
-            f'<text x="0" y="18" font-size="14" font-weight="bold">{title}</text>'
+            f'<text x="0" y="18" font-size="14" font-weight="bold" fill="currentColor">{title}</text>'
             + "".join(rects) + "".join(legend) + "</svg>")
 
 
@@ -233,7 +233,10 @@ def render_markdown() -> str:
     w("    **✓ N×**: fits even with the high end of the overhead estimate; N requests of that full length fit "
       "at once. **~**: depends on the real activation and CUDA-graph memory; run it, or pass your log's "
       "KV memory to `kvkb fit --kv-cache-memory`. **✗**: does not fit. **—**: longer than the model's "
-      "context. GPU sizes are the totals CUDA reports (an 80 GB H100 shows 79.18 GiB).")
+      "context. GPU sizes are the totals CUDA reports (an 80 GB H100 shows 79.18 GiB). vLLM's batching "
+      "defaults grow with the GPU (from 70 GiB: 8,192 batched tokens and 1,024 sequences), which raises the "
+      "activation estimate and the tokens a sliding-window layer keeps, so some models show less concurrency "
+      "on an 80 GB card than on a 48 GB one.")
     w("")
     for ctx in CONTEXTS:
         w(f"### {ctx // 1024}k context ({ctx:,} tokens)")
@@ -251,7 +254,7 @@ def render_markdown() -> str:
     w("")
     w("The KV arithmetic (bytes per token, blocks, capacity, concurrency, the fit check and the estimated "
       "maximum model length) follows vLLM's code and is tested to match vLLM's printed numbers exactly on "
-      "its CPU backend, including sliding-window and Gemma 3's mixed layers. What vLLM measures at "
+      "its CPU backend, including sliding-window models, Gemma 2 and 3's mixed layers and MLA. What vLLM measures at "
       "startup (activations, CUDA graphs, non-torch memory) can only be estimated, which is why the "
       "tables show ranges. For an exact answer on your machine, start vLLM once, copy the "
       "`Available KV cache memory: X GiB` line and run `kvkb fit MODEL --kv-cache-memory X GiB`.")

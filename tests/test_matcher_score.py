@@ -1,0 +1,88 @@
+"""kvkb.matcher.score: exact template matches, literal numbers, the fuzzy fallback."""
+
+import pytest
+
+from kvkb import template
+from kvkb.matcher.engine import Matcher
+from kvkb.matcher.normalize import normalise
+from kvkb.matcher.score import exact, literal_form
+from matcher_helpers import kb_entries
+
+SIG_SAMPLES = [(sig.template, s) for e in kb_entries() for sig in e.signatures for s in sig.samples]
+
+
+def form(tpl: str) -> dict:
+    return literal_form(template.split(tpl))
+
+
+@pytest.mark.parametrize("tpl,sample", SIG_SAMPLES, ids=[f"s{i}" for i in range(len(SIG_SAMPLES))])
+def test_exact_agrees_with_the_template_regex_on_every_kb_sample(tpl, sample):
+    # kvkb lint proves each sample matches its template's regex; exact() is the same test without the regex
+    assert template.extract(tpl, sample) is not None
+    assert exact(sample, form(tpl))
+
+
+@pytest.mark.parametrize("tpl,line,expected", [
+    ("Sequence group {id} is preempted by {mode} mode because", "Sequence group chatcmpl-5f0c is preempted by X mode because", True),
+    ("Sequence group {id} is preempted by {mode} mode because", "Sequence group is preempted by X mode because", False),  # empty value
+    ("usage: 100.0%", "GPU KV cache usage: 41.3%, hit rate", False),
+    ("usage: 100.0%", "GPU KV cache   usage:\t100.0%, hit rate", True),  # whitespace is flexible
+    ("{name} is not supported here", "x is not supported here", True),
+    ("{name} is not supported here", " is not supported here", False),  # a leading placeholder needs its token
+    ("size is {n}", "size is ", False),  # ... and a trailing one
+    ("a {x} bb {y} cc", "a 1 bb 2 c", False),
+    ("a {x} bb {y} cc", "zz a bb a 1 bb 2 cc", True),  # a later occurrence of the first literal is tried
+])
+def test_exact(tpl, line, expected):
+    assert exact(line, form(tpl)) is expected
+    assert (template.extract(tpl, line) is not None) is expected
+
+
+def test_literal_form_keeps_literal_numbers_only():
+    f = form("Running: {running} reqs, GPU KV cache usage: 100.0% in v1 (at least 1) of {n}")
+    assert f["nums"] == [1.0, 100.0] and f["lead"] is False and f["trail"] is True
+
+
+def _matcher(*templates: tuple[str, str, str | None, str]) -> Matcher:
+    """A Matcher over hand-written signatures: (entry id, template, exception, filled instance)."""
+    entries, sigs = [], []
+    for eid, tpl, exc, instance in templates:
+        entries.append({"id": eid, "title": eid, "summary": "", "severity": "warning", "category": "capacity",
+                        "phase": "serving", "tags": [], "cause": "",
+                        "fix": {"id": "f", "title": "t", "cli": None, "python": None, "env": None, "versions": "", "status": "unverified"}})
+        sigs.append({"entry": len(entries) - 1, "id": "s", "exception": exc, "level": None if exc else "INFO",
+                     "versions": ">=0.1", "engine": "v1", "backend": "any", "norm": normalise(instance),
+                     "norm_raw": normalise(instance, canon=False), "regex": template.to_regex(tpl).pattern, "prefixes": []}
+                    | form(tpl))
+    return Matcher({"entries": entries, "signatures": sigs})
+
+
+FULL = _matcher(("cache-full", "Waiting: {waiting} reqs, Widget cache usage: 100.0%", None, "Waiting: 3 reqs, Widget cache usage: 100.0%"))
+
+
+def test_a_number_written_in_the_template_is_not_a_wildcard():
+    healthy = "INFO 11-20 10:15:31 [loggers.py:1] Running: 2 reqs, Waiting: 0 reqs, Widget cache usage: 41.3%, rate: 0.0%\n"
+    report = FULL.match(healthy)
+    assert report.root_cause is None and report.matches == []
+    full = healthy.replace("41.3%", "100.0%")
+    assert FULL.match(full).root_cause == "cache-full"
+    # the line that matters comes after a healthy one that masks to the same text: it is not deduplicated away
+    assert FULL.match(healthy + full).root_cause == "cache-full"
+
+
+def test_fuzzy_match_with_a_changed_word_still_needs_the_literal_number():
+    near = "INFO 11-20 10:15:31 [loggers.py:1] Waiting: 4 reqs, Widget cache use: 100.0%\n"
+    assert FULL.match(near).root_cause == "cache-full"  # one word differs: fuzzy, number present
+    assert FULL.match(near.replace("100.0%", "99.0%")).matches == []
+
+
+def test_exact_wording_wins_over_a_longer_template_that_contains_the_line():
+    m = _matcher(
+        ("a", "No available memory for the cache blocks. Try increasing it. See {url} for more.", "ValueError",
+         "No available memory for the cache blocks. Try increasing it. See https://x.y/z for more."),
+    )
+    m.table.sigs.append(m.table.sigs[0] | {"id": "short", "norm": normalise("No available memory for the cache blocks. Try increasing it."),
+                                           **form("No available memory for the cache blocks. Try increasing it.")})
+    m.table = type(m.table)(m.table.sigs)
+    top = m.match("ValueError: No available memory for the cache blocks. Try increasing it.\n").matches[0]
+    assert top.confident and top.signature["id"] == "short"

@@ -104,17 +104,16 @@ def big_log(size: int) -> Path:
 
 
 def synthetic_kb(n: int, real_kb: Path) -> Path:
-    """An index of n synthetic entries plus the real ones, written where kbmatch looks for it."""
-    from kvkb import template
+    """An index of n synthetic entries plus the real ones, written where kbmatch looks for it,
+    built with the same functions as the real index (kvkb.matcher.index)."""
     from kvkb.matcher import index
-    from kvkb.matcher.normalize import normalise
 
     rng = random.Random(11)
     words = ("cache block memory tensor request scheduler worker engine allocation pool shard rank device kernel "
              "prefill decode batch token sequence layer attention weights buffer stream graph capture profile quant "
              "offload swap page slot queue sampler pooler config budget limit").split()
     types = ["ValueError", "RuntimeError", "AssertionError", "torch.OutOfMemoryError", "KeyError", "TypeError"]
-    real = json.loads((real_kb / index.INDEX_NAME).read_text())
+    real = index.read_index(real_kb / index.INDEX_NAME)
     data = {"format": index.FORMAT, "entries": list(real["entries"]), "signatures": list(real["signatures"]), "anchors": real["anchors"]}
     for i in range(n):
         eid = f"synthetic-{i:05d}"
@@ -125,14 +124,14 @@ def synthetic_kb(n: int, real_kb: Path) -> Path:
         for s in range(rng.choice((1, 2))):
             body = " ".join(rng.choice(words) for _ in range(rng.randint(8, 22)))
             tpl = f"{body.capitalize()} ({{n}}) {rng.choice(words)} {rng.choice(words)} {{m}} GiB."
-            data["signatures"].append({"entry": len(data["entries"]) - 1, "id": f"s{s}", "exception": rng.choice(types),
-                                       "level": None, "versions": ">=0.4.1", "engine": "v1", "backend": "any",
-                                       "norm": normalise(tpl.replace("{n}", "7").replace("{m}", "1.5")),
-                                       "regex": template.to_regex(tpl).pattern, "prefixes": []})
+            data["signatures"].append(index.signature_record(
+                len(data["entries"]) - 1, f"s{s}", rng.choice(types), None, ">=0.4.1", "v1", "any", tpl,
+                tpl.replace("{n}", "7").replace("{m}", "1.5")))
+    index.finish(data)
     dest = WORK / f"kb-synthetic-{n}"
     dest.mkdir(parents=True, exist_ok=True)
     data["key"] = index.freshness_key(dest)
-    (dest / index.INDEX_NAME).write_text(json.dumps(data, separators=(",", ":")))
+    index.write_index(dest / index.INDEX_NAME, data)
     return dest
 
 

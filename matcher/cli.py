@@ -29,6 +29,46 @@ def _parser():
     return p
 
 
+class _Args:
+    file = None
+    json = False
+    top = 3
+    explain = None
+    base_url = None
+    no_color = False
+
+
+_VALUED = {"--top": "top", "--explain": "explain", "--base-url": "base_url"}
+
+
+def _fast_args(argv: list[str]) -> _Args | None:
+    """The common command lines without argparse (whose import costs ~5 ms of every run); None
+    for anything else (--help, abbreviations, mistakes), which argparse then handles and explains."""
+    args = _Args()
+    it = iter(argv)
+    for a in it:
+        if a == "--json":
+            args.json = True
+        elif a == "--no-color":
+            args.no_color = True
+        elif a.split("=", 1)[0] in _VALUED:
+            name, eq, value = a.partition("=")
+            if not eq:
+                value = next(it, None)
+                if value is None or value.startswith("-"):
+                    return None
+            if name == "--top":
+                if not value.isdigit():
+                    return None
+                value = int(value)
+            setattr(args, _VALUED[name], value)
+        elif (a == "-" or not a.startswith("-")) and args.file is None:
+            args.file = a
+        else:
+            return None
+    return args
+
+
 def _err(msg: str) -> int:
     print(f"kbmatch: {msg}", file=sys.stderr)
     return 2
@@ -41,7 +81,9 @@ def _use_color(args) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = _fast_args(sys.argv[1:] if argv is None else argv)
+    if args is None:
+        args = _parser().parse_args(argv)
     if args.top < 1:
         return _err("--top must be at least 1")
     try:

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import io
 import os
-import re
-from pathlib import Path
 from typing import BinaryIO
 
 from . import fill, read
+from .literal import walk
 from .score import Table
 from .segment import Record, segment, split_lines, stage
 
@@ -39,7 +38,8 @@ class Match:
         self.signature: dict = kw["signature"]  # id, versions, engine, backend
         self.line: str = kw["line"]  # the normalised line that matched
         self.text: str = kw["text"]  # the same line as the log has it (prefixes stripped)
-        self.line_no: int = kw["line_no"]
+        self.line_no: int | None = kw["line_no"]  # None past the part of a huge log that is line-counted
+        self.offset: int | None = kw.get("offset")  # then: byte offset of the window it was found in
         self.params: dict = kw["params"]
         self.fix: str | None = kw["fix"]
         self.fix_forms: dict = kw["fix_forms"]
@@ -66,6 +66,7 @@ class Match:
             "url": self.url,
             "title": self.title,
             "line_no": self.line_no,
+            "offset": self.offset,
             "fix_title": self.fix_title,
             "fix_forms": self.fix_forms,
             "runner_up": self.runner_up,
@@ -95,11 +96,10 @@ class Matcher:
     def __init__(self, index: dict, base_url: str | None = None):
         self.index = index
         self.entries = index["entries"]
-        self.table = Table(index["signatures"])
+        self.table = Table(index["signatures"], index.get("vocab"))
         self.anchors = [a.encode() for a in index.get("anchors", ["rror", "WARN"])]
         base = base_url or os.environ.get("KVKB_BASE_URL") or DEFAULT_BASE_URL
         self.base_url = base.rstrip("/") + "/"
-        self._regex: dict[str, re.Pattern] = {}
 
     @classmethod
     def from_entries(cls, entries: list, base_url: str | None = None) -> "Matcher":
@@ -108,7 +108,7 @@ class Matcher:
         return cls(build(list(entries))[0], base_url)
 
     @classmethod
-    def load(cls, directory: Path | None = None, base_url: str | None = None) -> "Matcher":
+    def load(cls, directory=None, base_url: str | None = None) -> "Matcher":
         from .index import load
 
         return cls(load(directory), base_url)
@@ -130,9 +130,14 @@ class Matcher:
         context: list[str] = []
         kept = 0
         literal = self.table.literal_numbers
-        for first, window in read.windows(stream, self.anchors, stats):
+        for first, offset, window in read.windows(stream, self.anchors, stats):
             lines = split_lines(window)
-            recs, window_cues = segment([(first + k, ln) for k, ln in enumerate(lines)])
+            # past read.LINE_LIMIT a big log is not line-counted: number the window's lines from 1
+            # for segmenting, then the records carry the window's byte offset instead
+            recs, window_cues = segment([((first or 1) + k, ln) for k, ln in enumerate(lines)])
+            if first is None:
+                for r in recs:
+                    r.line, r.offset = None, offset
             cues |= window_cues
             if kept < MAX_CONTEXT:
                 context.append(window[: MAX_CONTEXT - kept])
@@ -228,7 +233,8 @@ class Matcher:
         root = None
         primary = [m for m in conf if m.category != "engine-wrapper"] or conf
         if primary:
-            root = max(primary, key=lambda m: (_SEVERITY.get(m.severity, 0), -m.line_no))
+            # the most severe; among equals the first in the log (conf is in log order)
+            root = max(primary, key=lambda m: (_SEVERITY.get(m.severity, 0), -conf.index(m)))
         ordered = ([root] if root else []) + [m for m in conf if m is not root]
         ordered += sorted(possible.values(), key=lambda m: -m.score)
         report = Report(root.id if root else None, ordered)
@@ -240,7 +246,7 @@ class Matcher:
 
     def _build(self, rec: Record, entry: dict, si: int, base: float, is_conf: bool, runner, rstage, context) -> Match:
         sig = self.table.sigs[si]
-        # a "possible" is not asserted, so its numbers are not pulled out (template regexes cost ms to compile)
+        # a "possible" is not asserted, so its numbers are not pulled out
         params = self._params(rec, si) if is_conf else {}
         values, notes = fill.all_values(params, context) if is_conf else ({}, {})
         fix = entry["fix"]
@@ -249,7 +255,7 @@ class Matcher:
         if runner is not None:
             rsig = self.table.sigs[runner[2]]
             runner_up = {"id": self.entries[rsig["entry"]]["id"], "signature": rsig["id"], "score": round(runner[1], 1)}
-        used = set(re.findall(r"\{([a-z_][a-z0-9_]*)\}", " ".join(v for v in fix.values() if isinstance(v, str))))
+        used = set(fill.placeholders(" ".join(v for v in fix.values() if isinstance(v, str))))
         return Match(
             id=entry["id"],
             title=entry["title"],
@@ -259,6 +265,7 @@ class Matcher:
             line=rec.norm,
             text=rec.text,
             line_no=rec.line,
+            offset=rec.offset,
             params=params,
             fix=next(iter(forms.values()), None),
             fix_forms=forms,
@@ -272,23 +279,16 @@ class Matcher:
         )
 
     def _params(self, rec: Record, si: int) -> dict[str, str]:
-        """The user's numbers, from the full template or, for a cut line, its longest prefix that matches."""
+        """The user's numbers: from the whole template, or for a cut line from the longest part found."""
         sig = self.table.sigs[si]
-        for pat in [sig["regex"], *sig.get("prefixes", [])]:
-            rx = self._regex.get(pat)
-            if rx is None:
-                rx = self._regex[pat] = re.compile(pat)
-            for text in (rec.message, _canon(rec.message)):
-                m = rx.search(text)
-                if m:
-                    return fill.clean_params(m.groupdict())
-        return {}
-
-
-def _canon(text: str) -> str:
-    from .normalize import canonical
-
-    return canonical(text)
+        best: dict[str, str] = {}
+        for text in (rec.message, rec.canon):
+            values, whole = walk(text, sig)
+            if whole:
+                return fill.clean_params(values)
+            if len(values) > len(best):
+                best = values
+        return fill.clean_params(best)
 
 
 def new_issue_url(norm_line: str, line: str) -> str:

@@ -9,8 +9,26 @@ from __future__ import annotations
 
 import re
 
-ANSI_BYTES_RE = re.compile(rb"\x1b(?:\[[0-9;:?<=>]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
-ANSI_RE = re.compile(r"\x1b(?:\[[0-9;:?<=>]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+
+class Lazy:
+    """A regex compiled on first use. kbmatch's start-up is measured, compiling costs 0.1-1 ms a
+    pattern, and most pastes never need the rarer ones (ANSI codes, box borders, wrappers)."""
+
+    __slots__ = ("_args", "_rx")
+
+    def __init__(self, *args):
+        self._args = args
+        self._rx = None
+
+    def __getattr__(self, name):
+        rx = self._rx
+        if rx is None:
+            rx = self._rx = re.compile(*self._args)
+        return getattr(rx, name)
+
+
+ANSI_BYTES_RE = Lazy(rb"\x1b(?:\[[0-9;:?<=>]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+ANSI_RE = Lazy(r"\x1b(?:\[[0-9;:?<=>]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 
 # Control characters other than tab; NULs and friends from binary junk must not reach the scorer.
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -38,8 +56,8 @@ _PREFIXES = [
 _PREFIX_HINT = re.compile(r"[A-Z(\[\d\w]")
 
 _BOX = "\u2500-\u257f\u2580-\u259f"
-_BOX_EDGE_RE = re.compile(rf"^\s*[{_BOX}]+\s?|\s?[{_BOX}]+\s*$")
-_BOX_ONLY_RE = re.compile(rf"^[\s{_BOX}+|=-]*[{_BOX}][\s{_BOX}+|=-]*$")
+_BOX_EDGE_RE = Lazy(rf"^\s*[{_BOX}]+\s?|\s?[{_BOX}]+\s*$")
+_BOX_ONLY_RE = Lazy(rf"^[\s{_BOX}+|=-]*[{_BOX}][\s{_BOX}+|=-]*$")
 
 
 def strip_ansi_bytes(data: bytes) -> bytes:
@@ -51,9 +69,11 @@ def clean_line(line: str) -> str:
     if "\x1b" in line:
         line = ANSI_RE.sub("", line)
     line = _CONTROL_RE.sub("", line)
+    if not line or max(line) < "\u2500":  # no box-drawing character (the common case, one C call)
+        return line
     if _BOX_ONLY_RE.match(line):
         return ""
-    return _BOX_EDGE_RE.sub("", line) if re.search(f"[{_BOX}]", line) else line
+    return _BOX_EDGE_RE.sub("", line) if any("\u2500" <= c <= "\u259f" for c in line) else line
 
 
 def strip_prefixes(line: str) -> tuple[str, str | None, bool]:
@@ -77,24 +97,27 @@ def strip_prefixes(line: str) -> tuple[str, str | None, bool]:
 # --- parameterisation -------------------------------------------------------------------------
 
 _CANON = [
-    (re.compile(r"\bmodels's\b"), "model's"),  # vLLM <=0.21 typo; both wordings stay separate signatures
-    (re.compile(r"\btorch\.cuda\.OutOfMemoryError\b"), "torch.OutOfMemoryError"),
+    # (only if the text holds, pattern, replacement)
+    ("models's", Lazy(r"\bmodels's\b"), "model's"),  # vLLM <=0.21 typo; both wordings stay separate signatures
+    ("torch.cuda.", Lazy(r"\btorch\.cuda\.OutOfMemoryError\b"), "torch.OutOfMemoryError"),
 ]
 _MASKS = [
-    (re.compile(r"https?://\S+"), "<url>"),
-    (re.compile(r"(?:[A-Za-z]:)?(?:[/\\][\w.@+~-]+){2,}[/\\]?"), "<path>"),
-    (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>"),
-    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<uuid>"),
-    (re.compile(r"\b[0-9a-f]{12,}\b"), "<hex>"),
+    # (only if the text holds, pattern, mask); the gate spares compiling and running rare patterns
+    ("://", Lazy(r"https?://\S+"), "<url>"),
+    (None, re.compile(r"(?:[A-Za-z]:)?(?:[/\\][\w.@+~-]+){2,}[/\\]?"), "<path>"),
+    ("0x", Lazy(r"\b0x[0-9a-fA-F]+\b"), "<hex>"),
+    ("-", Lazy(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<uuid>"),
+    (None, re.compile(r"\b[0-9a-f]{12,}\b"), "<hex>"),
     # numbers: 16,384 / 5.62 / -0.49 / 1e-5; the unit after them (GiB, MiB) is kept as a word
-    (re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?:[eE][+-]?\d+)?"), "<n>"),
+    (None, re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?:[eE][+-]?\d+)?"), "<n>"),
 ]
 _SPACE_RE = re.compile(r"\s+")
 
 
 def canonical(text: str) -> str:
-    for rx, repl in _CANON:
-        text = rx.sub(repl, text)
+    for word, rx, repl in _CANON:
+        if word in text:
+            text = rx.sub(repl, text)
     return text
 
 
@@ -102,14 +125,15 @@ def normalise(text: str, canon: bool = True) -> str:
     """Masked, canonical, lower-case, single-spaced: what the scorer compares."""
     if canon:
         text = canonical(text)
-    for rx, repl in _MASKS:
-        text = rx.sub(repl, text)
+    for word, rx, repl in _MASKS:
+        if word is None or word in text:
+            text = rx.sub(repl, text)
     return _SPACE_RE.sub(" ", text).strip().lower()
 
 
 _NUMBER_RE = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:[eE][+-]?\d+)?")
 # the numbers normalise() masks as <n>: 16,384 / 5.62 / -0.49 / 1e-5, not the 1 in "v1"
-_MASKED_NUMBER_RE = _MASKS[-1][0]
+_MASKED_NUMBER_RE = _MASKS[-1][1]
 
 
 def numbers_in(text: str) -> set[float]:

@@ -1,33 +1,49 @@
 """Stream a log as bytes and hand back only the windows worth segmenting, in bounded memory.
 
-A paste (up to SMALL bytes) is decoded whole. A bigger input is scanned in CHUNK-sized binary
-blocks: a few bytes.find() passes locate candidate lines (anchors such as b"rror", b"WARN"),
-and only a window of lines around each candidate is decoded. Lines longer than MAX_LINE keep
+A paste (up to SMALL bytes) is decoded whole. In a bigger input a few bytes.find() passes per
+cache-sized slice locate candidate lines (anchors such as b"Error", b"ERROR"); only a window of
+lines around each candidate is decoded. A regular file is memory-mapped (no copy into Python;
+pages already scanned are released with madvise, so memory stays bounded); a pipe is read in
+CHUNK-sized blocks into one reused buffer (readinto: no per-block allocation). Overlong lines keep
 their head and their tail (an error printed after a 100 MB progress bar is still seen).
+
+Line numbers are exact for the first LINE_LIMIT bytes. Past that, counting newlines would cost
+as much as one more anchor pass (~20% of the time on a 1 GB log), so windows carry their byte
+offset instead and line numbers are None.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
 from typing import BinaryIO, Iterator
 
 from .normalize import strip_ansi_bytes
 
 SMALL = 1 << 20
-CHUNK = 8 << 20
+CHUNK = 16 << 20
+SLICE = 1 << 20  # every anchor is searched in one slice before the next: the slice stays in cache
 MAX_LINE = 64 << 10
 BEFORE = 40  # lines of context kept before a candidate (the traceback that led to it)
 AFTER = 12  # lines after (hard-wrapped continuations, the wrapper that names the stage)
 WINDOW_BYTES = 32 << 10  # context cap per side, whatever the line lengths
 FORWARD = WINDOW_BYTES + MAX_LINE  # bytes held back so a window never lacks its tail
+SPARE = 4 * (FORWARD + MAX_LINE)  # room for what is carried from one block to the next
+LINE_LIMIT = 64 << 20  # line numbers are counted this far into a big input
+
+# (first line number or None, byte offset of the window, text)
+Window = tuple
 
 
-@dataclass
 class Stats:
-    bytes: int = 0
-    lines: int = 0
-    windows: int = 0
-    long_lines: int = 0
+    """What was read. (A plain class: dataclasses would import inspect, ~5 ms of start-up.)"""
+
+    __slots__ = ("bytes", "lines", "windows", "long_lines")
+
+    def __init__(self) -> None:
+        self.bytes = 0
+        self.lines = 0
+        self.windows = 0
+        self.long_lines = 0
 
 
 def decode(data: bytes) -> str:
@@ -46,21 +62,66 @@ def _read_upto(stream: BinaryIO, size: int) -> bytes:
     return b"".join(parts)
 
 
-def windows(stream: BinaryIO, anchors: list[bytes], stats: Stats | None = None) -> Iterator[tuple[int, str]]:
-    """Yield (first line number, text) windows in log order."""
+def _fill(stream: BinaryIO, view: memoryview) -> int:
+    """Read into view until it is full or the stream ends; the number of bytes read."""
+    readinto = getattr(stream, "readinto", None)
+    got = 0
+    size = len(view)
+    while got < size:
+        if readinto is not None:
+            k = readinto(view[got:])
+        else:
+            part = stream.read(size - got)
+            k = len(part)
+            view[got : got + k] = part
+        if not k:
+            break
+        got += k
+    return got
+
+
+def windows(stream: BinaryIO, anchors: list[bytes], stats: Stats | None = None) -> Iterator[Window]:
+    """Yield (first line number or None, byte offset, text) windows in log order."""
     stats = stats if stats is not None else Stats()
+    try:
+        start = stream.tell()
+    except (AttributeError, OSError, ValueError):
+        start = None  # a pipe
     head = _read_upto(stream, SMALL + 1)
     stats.bytes = len(head)
     if len(head) <= SMALL:
         stats.lines = head.count(b"\n") + (1 if head and not head.endswith(b"\n") else 0)
         stats.windows = 1 if head else 0
         if head:
-            yield 1, decode(head)
+            yield 1, 0, decode(head)
         return
-    yield from _scan(stream, head, anchors, stats)
+    mapped = _mappable(stream) if start is not None else None
+    if mapped is not None:
+        yield from _scan_mapped(stream, start, anchors, stats)
+    else:
+        yield from _scan(stream, head, anchors, stats)
 
 
-def _back(buf: bytes, pos: int, lines: int, floor: int) -> int:
+def _mappable(stream) -> int | None:
+    """The stream's position when it is a regular file that can be memory-mapped (and its pages
+    released behind the scan); None for pipes, sockets, in-memory streams. (Imports mmap: only
+    asked about inputs bigger than a paste.)"""
+    import mmap
+
+    if not hasattr(mmap.mmap, "madvise") or not hasattr(mmap, "MADV_DONTNEED"):
+        return None  # without madvise a mapping would keep the whole file resident
+    try:
+        fd = stream.fileno()
+        import stat
+
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return stream.tell()
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def _back(buf, pos: int, lines: int, floor: int) -> int:
     """Start of the line `lines` lines before the one starting at pos (not below floor)."""
     limit = max(floor, pos - WINDOW_BYTES)
     for _ in range(lines):
@@ -71,9 +132,9 @@ def _back(buf: bytes, pos: int, lines: int, floor: int) -> int:
     return max(pos, limit)
 
 
-def _forward(buf: bytes, pos: int, lines: int) -> int:
+def _forward(buf, pos: int, lines: int, stop: int) -> int:
     """End (exclusive, after the newline) of the `lines`-th line after pos."""
-    limit = min(len(buf), pos + WINDOW_BYTES)
+    limit = min(stop, pos + WINDOW_BYTES)
     for _ in range(lines):
         nl = buf.find(b"\n", pos, limit)
         if nl < 0:
@@ -82,72 +143,180 @@ def _forward(buf: bytes, pos: int, lines: int) -> int:
     return pos
 
 
-def _scan(stream: BinaryIO, buf: bytes, anchors: list[bytes], stats: Stats) -> Iterator[tuple[int, str]]:
-    region = 0  # buf[:region] is context already processed
+def _scan_mapped(stream: BinaryIO, start: int, anchors: list[bytes], stats: Stats) -> Iterator[Window]:
+    """Scan a regular file through a read-only mapping: positions are file offsets, nothing is copied
+    but the windows; what lies behind the scan is released every block."""
+    import mmap
+
+    fd = stream.fileno()
+    size = os.fstat(fd).st_size
+    stats.bytes = size - start
+    if size <= start:
+        return
+    mm = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
+    try:
+        try:
+            mm.madvise(mmap.MADV_SEQUENTIAL)
+        except (OSError, ValueError):
+            pass
+        page = mmap.PAGESIZE
+        released = 0
+        counted, line_at = start, 1  # newlines before `counted` are in line_at
+        pos = start
+        while pos < size:
+            stop = min(size, pos + CHUNK)
+            if stop < size:  # blocks end at a line end, so no line is cut between two blocks
+                nl = mm.rfind(b"\n", pos, stop)
+                stop = nl + 1 if nl >= 0 else stop
+            hits = _candidates(mm, pos, stop, anchors, size, stats)
+            for ws, we in _spans(mm, hits, start, size):
+                first = None
+                if ws - start <= LINE_LIMIT:
+                    for a in range(counted, ws, SLICE):  # mmap has no count(): count slice copies
+                        line_at += mm[a : min(ws, a + SLICE)].count(b"\n")
+                    counted = max(counted, ws)
+                    first = line_at
+                stats.windows += 1
+                yield first, ws - start, decode(mm[ws:we])
+            pos = stop
+            # give back the pages scanned, keeping the context a later window may reach back into
+            keep_from = (max(start, pos - 2 * WINDOW_BYTES - MAX_LINE) // page) * page
+            if keep_from > released:
+                try:
+                    mm.madvise(mmap.MADV_DONTNEED, released, keep_from - released)
+                except (OSError, ValueError):
+                    pass
+                released = keep_from
+        stats.lines = line_at - 1 + (1 if size > start and mm[size - 1] != 10 else 0) if counted >= size else None
+    finally:
+        mm.close()
+
+
+def _spans(buf, hits: list[tuple[int, int]], floor: int, stop: int) -> list[list[int]]:
+    """Merged [start, end) windows of context around candidate lines."""
+    spans: list[list[int]] = []
+    for ls, le in hits:
+        ws = _back(buf, ls, BEFORE, floor)
+        we = _forward(buf, le + 1, AFTER, stop) if le < stop else le
+        if spans and ws <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], we)
+        else:
+            spans.append([ws, we])
+    return spans
+
+
+def _scan(stream: BinaryIO, head: bytes, anchors: list[bytes], stats: Stats) -> Iterator[Window]:
+    buf = bytearray(CHUNK + SPARE)
+    view = memoryview(buf)
+    n = len(head)  # buf[:n] holds data
+    buf[:n] = head
+    region = 0  # buf[:region] is context already searched
     line_base = 1  # line number of buf[0]
+    counted = 0  # newlines in buf[:counted] are already in line_base + lines_at
+    lines_at = 0
     fake = 0  # newlines inserted when cutting overlong lines, not counted as lines
     in_long = False
     eof = False
+    # (buffer position, input offset there): cutting overlong lines splices the buffer, so offsets
+    # are piecewise; positions past the last splice map linearly
+    where: list[tuple[int, int]] = [(0, 0)]
+    counting = True
     while True:
         if not eof:
-            chunk = stream.read(CHUNK)
-            if chunk:
-                stats.bytes += len(chunk)
-                buf += chunk
-            else:
+            room = len(buf) - n
+            got = _fill(stream, view[n : n + min(CHUNK, room)]) if room > 0 else 0
+            if got:
+                stats.bytes += got
+                n += got
+            elif room > 0:
                 eof = True
-        end = len(buf) if eof else len(buf) - FORWARD
+        end = n if eof else n - FORWARD
         cut = buf.rfind(b"\n", region, end) if end > region else -1
         long_next = False
         if cut < 0 and not eof:
-            if len(buf) - region <= MAX_LINE + FORWARD:
-                continue
+            if n - region <= MAX_LINE + FORWARD:
+                if n < len(buf):
+                    continue
+                # the buffer is full of one unfinished line: treat it as overlong below
             if in_long:  # still inside an overlong line: keep only a rolling tail
-                buf = buf[:region] + buf[-MAX_LINE:]
+                where = [w for w in where if w[0] < region] + [(region, _input_offset(where, n - MAX_LINE))]
+                buf[region : region + MAX_LINE] = buf[n - MAX_LINE : n]
+                n = region + MAX_LINE
                 continue
             # no newline for a long while: the line's head becomes a line of its own
-            buf = buf[: region + MAX_LINE] + b"\n" + buf[-MAX_LINE:]
+            where.append((region + MAX_LINE + 1, _input_offset(where, n - MAX_LINE)))
+            buf[region + MAX_LINE] = 10
+            buf[region + MAX_LINE + 1 : region + 2 * MAX_LINE + 1] = buf[n - MAX_LINE : n]
+            n = region + 2 * MAX_LINE + 1
             fake += 1
             stats.long_lines += 1
             cut = region + MAX_LINE
             long_next = True
         elif cut < 0:
-            cut = len(buf)  # eof without a final newline
+            cut = n  # eof without a final newline
         in_long = long_next
-        hits = _candidates(buf, region, cut, anchors)
-        if hits:
-            spans: list[list[int]] = []
-            for ls, le in hits:
-                ws = _back(buf, ls, BEFORE, 0)
-                we = _forward(buf, le + 1, AFTER) if le < len(buf) else le
-                if spans and ws <= spans[-1][1]:
-                    spans[-1][1] = max(spans[-1][1], we)
-                else:
-                    spans.append([ws, we])
-            counted, count = 0, 0
-            for ws, we in spans:
-                count += buf.count(b"\n", counted, ws)
-                counted = ws
-                stats.windows += 1
-                yield line_base + count - fake, decode(buf[ws:we])
-        if eof and cut >= len(buf) - 1:
-            stats.lines = line_base - 1 + buf.count(b"\n") + (0 if buf.endswith(b"\n") else 1) - fake
+        hits = _candidates(buf, region, cut, anchors, n)
+        for ws, we in _spans(buf, hits, 0, n):
+            first = None
+            if counting:
+                if ws >= counted:
+                    lines_at += buf.count(b"\n", counted, ws)
+                    counted = ws
+                    first = line_base + lines_at - fake
+                else:  # the window opens in context already counted past
+                    first = line_base + lines_at - buf.count(b"\n", ws, counted) - fake
+            stats.windows += 1
+            yield first, _input_offset(where, ws), decode(bytes(view[ws:we]))
+        if eof and cut >= n - 1:
+            if counting:
+                stats.lines = line_base - 1 + lines_at + buf.count(b"\n", counted, n) + (0 if n and buf[n - 1] == 10 else 1) - fake
+            else:
+                stats.lines = None
             return
         keep = _back(buf, cut + 1, BEFORE, 0)
-        line_base += buf.count(b"\n", 0, keep)
-        buf = buf[keep:]
+        if counting and keep > counted:
+            lines_at += buf.count(b"\n", counted, keep)
+            counted = keep
+        # move what is kept to the front (equal-length slice assignment: the buffer never resizes)
+        size = n - keep
+        buf[0:size] = buf[keep:n]
+        where = [(0, _input_offset(where, keep))] + [(p - keep, o) for p, o in where if p > keep]
+        offset = where[0][1]
+        if counting:
+            line_base += lines_at
+            lines_at = buf.count(b"\n", 0, counted - keep) if counted > keep else 0
+            line_base -= lines_at
+            counted = max(0, counted - keep)
+            counting = offset <= LINE_LIMIT
         region = cut + 1 - keep
+        n = size
 
 
-def _candidates(buf: bytes, start: int, stop: int, anchors: list[bytes]) -> list[tuple[int, int]]:
-    """(line start, line end) of every line in buf[start:stop] holding an anchor, sorted."""
+def _input_offset(where: list[tuple[int, int]], pos: int) -> int:
+    for p, off in reversed(where):
+        if p <= pos:
+            return off + pos - p
+    return pos
+
+
+def _candidates(buf, start: int, stop: int, anchors: list[bytes], end: int, stats: Stats | None = None) -> list[tuple[int, int]]:
+    """(line start, line end) of every line in buf[start:stop] holding an anchor, sorted. A line
+    longer than MAX_LINE is cut to MAX_LINE on each side of the anchor (buf[:end] holds data)."""
     found: dict[int, int] = {}
-    for anchor in anchors:
-        p = buf.find(anchor, start, stop)
-        while p >= 0:
-            ls = buf.rfind(b"\n", 0, p) + 1
-            le = buf.find(b"\n", p, stop)
-            le = stop if le < 0 else le
-            found[ls] = le
-            p = buf.find(anchor, le + 1, stop)
+    for s in range(start, stop, SLICE):
+        e = min(stop, s + SLICE)
+        for anchor in anchors:
+            # a match may start in this slice and end in the next one
+            p = buf.find(anchor, s, min(stop, e + len(anchor) - 1))
+            while p >= 0:
+                ls = buf.rfind(b"\n", max(0, p - MAX_LINE), p) + 1 or max(0, p - MAX_LINE)
+                le = buf.find(b"\n", p, min(end, p + MAX_LINE))
+                if le < 0:
+                    le = min(end, p + MAX_LINE)
+                    if stats is not None and le < end:
+                        stats.long_lines += 1
+                found[ls] = max(found.get(ls, 0), le)
+                if le + 1 >= e:
+                    break
+                p = buf.find(anchor, le + 1, min(stop, e + len(anchor) - 1))
     return sorted(found.items())

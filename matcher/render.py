@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
 
 
 class Style:
@@ -42,10 +41,14 @@ def _fix_lines(m, s: Style) -> list[str]:
     return out
 
 
+def _where(m) -> str:
+    return f"line {m.line_no}" if m.line_no is not None else f"the window at byte {m.offset}"
+
+
 def _why(m, s: Style) -> list[str]:
     sig = m.signature
     out = [
-        f"  {s.bold('why')}   line {m.line_no} matches signature {sig['id']} "
+        f"  {s.bold('why')}   {_where(m)} matches signature {sig['id']} "
         f"(vLLM {sig['versions']}, {sig['engine']} engine, {sig['backend']} backend), score {m.score:.1f}",
     ]
     if m.runner_up:
@@ -75,7 +78,7 @@ def report_text(report, top: int, color: bool) -> str:
             lines.append("")
             lines.append(s.bold("also in this log") + " (in log order):")
             for m in others[: max(0, top - 1)]:
-                lines.append(f"  line {m.line_no}: {s.bold(m.id)} (score {m.score:.1f}) {m.url}")
+                lines.append(f"  {_where(m)}: {s.bold(m.id)} (score {m.score:.1f}) {m.url}")
                 if m.fix:
                     lines.append(f"        fix: {m.fix}")
         return "\n".join(lines) + "\n"
@@ -95,6 +98,8 @@ def report_text(report, top: int, color: bool) -> str:
 
 
 def _block(title: str, body: str, s: Style, width: int = 100) -> list[str]:
+    import textwrap  # only --explain wraps text
+
     out = [s.bold(title)]
     for para in body.strip().split("\n\n"):
         raw = para.splitlines()
@@ -129,6 +134,8 @@ def explain_text(entry: dict, url: str, color: bool) -> str:
         out.append(s.bold("Advice that does not work"))
         for fix in entry["ineffective"]:
             out.append(f"  {fix['title']}: {fix['claim']}")
+            import textwrap
+
             out += ["    " + ln for ln in textwrap.wrap(" ".join(fix["reason"].split()), 96)]
         out.append("")
     verify = entry.get("verify") or {}

@@ -10,21 +10,18 @@ from __future__ import annotations
 
 import re
 
-from rapidfuzz import fuzz, process
-
-from .normalize import numbers_in
+from .literal import exact
 
 HEAD = 40  # characters of a template's opening compared on their own
 MIN_DISTINCT = 40  # characters a fragment needs before its partial score counts in full
 INNER_PENALTY = 2.0  # a message found inside a wrapper's text (its type may be lost)
 BARE_PENALTY = 4.0  # a line with no exception type and no log level
-TOKEN_PREFILTER_ABOVE = 200  # below this many candidates rapidfuzz is cheaper than the token index
+TOKEN_SHARE = 0.5  # a signature is scored only if the line has this share of its words (or the line's, if shorter)
 
 _WORD_RE = re.compile(r"[a-z_`']{4,}")
-MAX_VALUE = 1000  # kvkb.template.MAX_VALUE: the most characters a middle placeholder holds
 
 
-def pair_score(line: str, sig: str) -> float:
+def pair_score(line: str, sig: str, full: float | None = None) -> float:
     """Mean of the whole-template score and the score of its opening words.
 
     vLLM messages share their tails ("Try increasing `gpu_memory_utilization` ... when initializing
@@ -33,73 +30,40 @@ def pair_score(line: str, sig: str) -> float:
     """
     if not line or not sig:
         return 0.0
-    if len(line) >= len(sig):
-        full = fuzz.partial_ratio(sig, line)
-    else:
-        full = fuzz.partial_ratio(line, sig) * min(1.0, len(line) / min(len(sig), MIN_DISTINCT))
+    from rapidfuzz import fuzz  # imported when first needed: a paste with no candidate never pays for it
+
+    if full is None:  # process.extract has usually computed it already: the costly half on long lines
+        full = fuzz.partial_ratio(line, sig)
+    if len(line) < len(sig):
+        full *= min(1.0, len(line) / min(len(sig), MIN_DISTINCT))
     head = sig[:HEAD]
     opening = fuzz.partial_ratio(head, line) if len(line) >= len(head) else fuzz.ratio(line, head[: len(line)])
     return (full + opening) / 2
-
-
-def literal_form(parts: list[tuple[str, str]]) -> dict:
-    """A template's literal text, for exact(): its literals whitespace-collapsed, whether it opens or
-    closes on a placeholder, and the numbers written literally in it (build time, stored in the index)."""
-    lits = []
-    for kind, value in parts:
-        if kind == "lit":
-            core = " ".join(value.split())
-            if value[:1].isspace():
-                core = " " + core
-            if value[-1:].isspace() and core != " ":
-                core += " "
-            lits.append(core)
-    nums = sorted({n for kind, value in parts if kind == "lit" for n in numbers_in(value)})
-    return {"lits": lits, "lead": bool(parts) and parts[0][0] == "ph", "trail": bool(parts) and parts[-1][0] == "ph", "nums": nums}
-
-
-def exact(text: str, sig: dict) -> bool:
-    """Does text hold the template word for word, placeholders aside? (What kvkb.template.to_regex
-    matches, checked with str.find: compiling the regexes would cost ~0.5 ms each per run.)
-
-    Each placeholder takes 1..MAX_VALUE characters up to the first occurrence of the literal after
-    it; a leading placeholder is the token just before the first literal, a trailing one the token
-    just after the last."""
-    lits = sig.get("lits")
-    if not lits:
-        return False
-    t = " ".join(text.split())
-    first = lits[0]
-    start = t.find(first)
-    while start >= 0:
-        if _rest(t, start, sig):
-            return True
-        start = t.find(first, start + 1)
-    return False
-
-
-def _rest(t: str, start: int, sig: dict) -> bool:
-    lits = sig["lits"]
-    if sig.get("lead") and (start == 0 or t[start - 1] == " "):
-        return False
-    pos = start + len(lits[0])
-    for lit in lits[1:]:
-        nxt = t.find(lit, pos + 1, pos + MAX_VALUE + len(lit) + 1)
-        if nxt < 0:
-            return False
-        pos = nxt + len(lit)
-    return not sig.get("trail") or (pos < len(t) and t[pos] != " ")
 
 
 def tokens(text: str) -> set[str]:
     return {w.strip("`'") for w in _WORD_RE.findall(text)} - {""}
 
 
+def token_masks(signatures: list[dict]) -> dict[str, int]:
+    """Give each signature a bit mask of its words ("mask", "ntok"); returns the word -> bit vocabulary.
+    Run at index build time: the prefilter is then one AND and a popcount per signature."""
+    vocab: dict[str, int] = {}
+    for s in signatures:
+        mask = 0
+        toks = tokens(s["norm"])
+        for t in toks:
+            mask |= 1 << vocab.setdefault(t, len(vocab))
+        s["mask"], s["ntok"] = mask, len(toks)
+    return vocab
+
+
 class Table:
     """Signatures grouped for prefiltering; built once per Matcher."""
 
-    def __init__(self, signatures: list[dict]):
+    def __init__(self, signatures: list[dict], vocab: dict[str, int] | None = None):
         self.sigs = signatures
+        self.vocab = vocab if vocab is not None and all("mask" in s for s in signatures) else token_masks(signatures)
         self.by_type: dict[str, list[int]] = {}
         self.level_sigs: list[int] = []
         self.exc_sigs: list[int] = []
@@ -109,10 +73,9 @@ class Table:
                 self.exc_sigs.append(i)
             else:
                 self.level_sigs.append(i)
+        self.all_sigs = self.exc_sigs + self.level_sigs
         self.info_sigs = [i for i in self.level_sigs if signatures[i].get("level") in ("INFO", "DEBUG")]
         self.literal_numbers = {n for s in signatures for n in s.get("nums", ())}
-        self._inverted: dict[str, list[int]] | None = None
-        self._sig_tokens: list[set[str]] | None = None
 
     def candidates(self, record) -> tuple[list[int], float]:
         """Signature indices this record may match, and the penalty its kind carries."""
@@ -121,32 +84,34 @@ class Table:
         if record.kind == "inner":
             if record.type:
                 return self.by_type.get(record.short_type, []), INNER_PENALTY
-            return self.exc_sigs + self.level_sigs, INNER_PENALTY
+            return self.all_sigs, INNER_PENALTY
         if record.kind == "log":
             # a log line is compared with log-line signatures only; an exception's text comes with its type
             if record.level in ("INFO", "DEBUG"):
                 return self.info_sigs, 0.0
             return self.level_sigs, 0.0
-        return self.level_sigs + self.exc_sigs, BARE_PENALTY
+        return self.all_sigs, BARE_PENALTY
 
     def _token_filter(self, norm: str, ids: list[int]) -> list[int]:
-        if self._inverted is None:
-            self._sig_tokens = [tokens(s["norm"]) for s in self.sigs]
-            inverted: dict[str, list[int]] = {}
-            for i, toks in enumerate(self._sig_tokens):
-                for t in toks:
-                    inverted.setdefault(t, []).append(i)
-            self._inverted = inverted
-        rec = tokens(norm)
-        counts: dict[int, int] = {}
-        for t in rec:
-            for i in self._inverted.get(t, ()):
-                counts[i] = counts.get(i, 0) + 1
-        allowed = set(ids)
+        """Signatures that share enough words with the line to be worth a fuzzy score (rapidfuzz's
+        partial_ratio costs ~0.2 ms on a 400-character line; this costs well under a microsecond)."""
+        vocab = self.vocab
+        rec = 0
+        n = 0
+        for t in tokens(norm):
+            n += 1
+            bit = vocab.get(t)
+            if bit is not None:
+                rec |= 1 << bit
+        sigs = self.sigs
         keep = []
-        for i, c in counts.items():
-            need = max(2, 0.5 * min(len(rec), len(self._sig_tokens[i])))
-            if c >= need and i in allowed:
+        for i in ids:
+            s = sigs[i]
+            ntok = s["ntok"]
+            need = TOKEN_SHARE * (ntok if ntok < n else n)
+            if need < 2 and ntok >= 2:
+                need = 2
+            if (rec & s["mask"]).bit_count() >= need:
                 keep.append(i)
         return keep
 
@@ -155,26 +120,30 @@ class Table:
         ids, penalty = self.candidates(record)
         if not ids or not record.message.strip():
             return []
-        if len(ids) > TOKEN_PREFILTER_ABOVE:
-            ids = self._token_filter(record.norm, ids)
-            if not ids:
-                return []
         line = record.norm
+        ids = self._token_filter(line, ids)
+        if not ids:
+            return []
         out = []
-        # the C++ loop gives the raw partial score; the length discount is applied to survivors
-        choices = [self.sigs[i]["norm"] for i in ids]
-        for _, raw, k in process.extract(line, choices, scorer=fuzz.partial_ratio, score_cutoff=floor, limit=None):
-            sig = self.sigs[ids[k]]
-            if exact(record.message, sig) or (record.canon != record.message and exact(record.canon, sig)):
+        fuzzy = []
+        message, canon = record.message, record.canon
+        for i in ids:
+            sig = self.sigs[i]
+            if exact(message, sig) or (canon != message and exact(canon, sig)):
                 # the template word for word: placeholders hold anything (a request id, not only numbers)
-                out.append((100.0 - penalty, ids[k], True))
-                continue
-            # fuzzy: masking makes every number alike, so a number the template spells out
-            # ("KV cache usage: 100.0%") must be in the line as written, or this is another message
-            if sig.get("nums") and not record.numbers.issuperset(sig["nums"]):
-                continue
-            s = pair_score(line, choices[k]) - penalty
-            if s >= floor:
-                out.append((s, ids[k], False))
+                out.append((100.0 - penalty, i, True))
+            elif not sig.get("nums") or record.numbers.issuperset(sig["nums"]):
+                # fuzzy: masking makes every number alike, so a number the template spells out
+                # ("KV cache usage: 100.0%") must be in the line as written, or this is another message
+                fuzzy.append(i)
+        if fuzzy:
+            from rapidfuzz import fuzz, process
+
+            # the C++ loop gives the raw partial score; the length discount is applied to survivors
+            choices = [self.sigs[i]["norm"] for i in fuzzy]
+            for _, raw, k in process.extract(line, choices, scorer=fuzz.partial_ratio, score_cutoff=floor, limit=None):
+                s = pair_score(line, choices[k], raw) - penalty
+                if s >= floor:
+                    out.append((s, fuzzy[k], False))
         out.sort(key=lambda t: (-t[0], not t[2]))
         return out

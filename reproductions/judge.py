@@ -27,7 +27,8 @@ _REJECTIONS = [
     ("unknown environment variable", re.compile(r"Unknown vLLM environment variable detected: (\w+)")),
     ("unrecognized CLI argument", re.compile(r"error: unrecognized arguments: (.+)")),
     # an environment value vLLM cannot parse, e.g. VLLM_CPU_KVCACHE_SPACE=8GB -> int('8GB')
-    ("invalid value", re.compile(r"ValueError: invalid literal for int\(\) with base 10: ('[^']*')")),
+    # (0.32 wraps it in pydantic's "Value error, invalid literal ..." of VllmConfig)
+    ("invalid value", re.compile(r"invalid literal for int\(\) with base 10: ('[^']*')")),
 ]
 
 

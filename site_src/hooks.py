@@ -65,7 +65,7 @@ def on_config(config):
         {"Where the memory goes": "memory.md"},
         *([{"Will it fit?": "fit.md"}] if fit is not None else []),
         {"Tags": "tags.md"},
-        {"All errors": [{eid: f"errors/{eid}.md"} for eid in sorted(entries)]},
+        *render.nav_tree(entries),  # phase sections -> category -> entry id, as on the index
     ]
     return config
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from packaging.specifiers import SpecifierSet
+from pymdownx.slugs import slugify
 
 from kvkb.entry import PLACEHOLDER_RE, Category, Entry, FixStatus, Phase
 
@@ -215,6 +216,14 @@ def front_matter(**values) -> str:
     return "---\n" + yaml.safe_dump(values, sort_keys=False, allow_unicode=True, width=10_000) + "---\n\n"
 
 
+_TAG_SLUG = slugify(case="lower")  # the tags plugin's default tags_slugify
+
+
+def tag_anchor(tag: str) -> str:
+    """The tags page's anchor for a tag ('torch.OutOfMemoryError' -> 'tag:torchoutofmemoryerror')."""
+    return f"tag:{_TAG_SLUG(tag, '-')}"
+
+
 def render_entry(entry: Entry, titles: dict[str, str], results: list[Results]) -> str:
     """The page for one entry; titles maps every entry id to its title (for related links)."""
     ver = verification(entry, results)
@@ -225,6 +234,7 @@ def render_entry(entry: Entry, titles: dict[str, str], results: list[Results]) -
     body = _ENV.get_template("entry.md.j2").render(
         e=entry,
         tags=entry_tags(entry),
+        tag_anchor=tag_anchor,
         ver=ver,
         fix_status=fix_status,
         forms=fix_forms,
@@ -236,7 +246,7 @@ def render_entry(entry: Entry, titles: dict[str, str], results: list[Results]) -
     )
     # the page title is the error line users paste; tags feed the tags plugin
     # search boost: an error page should outrank the hand-written pages that quote its log lines
-    return front_matter(title=entry.title, description=entry.summary, tags=entry_tags(entry), search={"boost": 2}) + body
+    return front_matter(title=entry.title, description=entry.summary, tags=entry_tags(entry), hide=["tags"], search={"boost": 2}) + body
 
 
 def group_entries(entries: dict[str, Entry]) -> list[tuple[Phase, list[tuple[Category, list[Entry]]]]]:
@@ -251,11 +261,34 @@ def group_entries(entries: dict[str, Entry]) -> list[tuple[Phase, list[tuple[Cat
     ]
 
 
+# the left nav is narrow: short phase names there, the long ones head the index page
+NAV_PHASE_TITLES = {Phase.startup: "Errors at startup", Phase.serving: "Errors while serving"}
+
+
+def nav_tree(entries: dict[str, Entry]) -> list[dict]:
+    """mkdocs nav for the entry pages, grouped like the index (phase -> category). Each page is
+    listed by its id: the titles are whole error lines, too long to scan in a sidebar, and the id
+    is what kbmatch prints."""
+    return [
+        {NAV_PHASE_TITLES[phase]: [
+            {CATEGORY_TITLES[category]: [{e.id: f"errors/{e.id}.md"} for e in group]}
+            for category, group in categories
+        ]}
+        for phase, categories in group_entries(entries)
+    ]
+
+
+# the index table's reproduction column: a word per state (the run and date are above the tables;
+# the full badge text is the tooltip)
+SHORT_BADGES = {"verified": "✓ verified", "failed": "✗ failed", "gpu-only": "GPU runner only", "not-reproduced": "not yet"}
+
+
 def render_index(entries: dict[str, Entry], results: list[Results], has_fit: bool) -> str:
     badges = {eid: verification(e, results).badges[0] for eid, e in entries.items()}
     return front_matter(title="vLLM KV-cache and OOM errors") + _ENV.get_template("index.md.j2").render(
         groups=group_entries(entries),
         badges=badges,
+        short_badges=SHORT_BADGES,
         phase_titles=PHASE_TITLES,
         category_titles=CATEGORY_TITLES,
         count=len(entries),

@@ -1,6 +1,5 @@
 """kvkb.matcher.index: built once, reused, rebuilt when kb/ changes, never stale, bad entries fail clearly."""
 
-import json
 import os
 import subprocess
 import sys
@@ -21,7 +20,7 @@ def kb(tmp_path, monkeypatch):
 def test_index_is_built_then_reused(kb):
     first = index.load()
     path, explain = index.index_paths(kb)
-    assert path == kb / ".index.json" and path.exists() and explain.exists()
+    assert path == kb / ".index.marshal" and path.exists() and explain.exists()
     stamp = path.stat().st_mtime_ns
     assert index.load()["key"] == first["key"]
     assert path.stat().st_mtime_ns == stamp  # not rewritten
@@ -71,11 +70,26 @@ def test_unwritable_kb_uses_the_user_cache(kb, tmp_path, monkeypatch):
     data = index.load()
     path, _ = index.index_paths(kb)
     assert path.parent == tmp_path / "cache" / "kvkb" and path.exists()
-    assert json.loads(path.read_text())["key"] == data["key"]
+    assert index.read_index(path)["key"] == data["key"]
     kb.chmod(0o755)
 
 
 def test_kvkb_index_command(kb):
     run = subprocess.run([sys.executable, "-m", "kvkb.cli.main", "index"], env=cli_env(kb), capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
-    assert "indexed" in run.stderr and (kb / ".index.json").exists()
+    assert "indexed" in run.stderr and (kb / ".index.marshal").exists()
+
+
+@pytest.mark.parametrize("junk", [b"", b"not an index", b"KVKB-INDEX\n\xff\x00garbage", b"KVKB-INDEX\n"])
+def test_a_corrupt_or_foreign_index_is_rebuilt(kb, junk):
+    good = index.load()
+    path, _ = index.index_paths(kb)
+    path.write_bytes(junk)
+    assert index.read_index(path) is None
+    assert index.load()["key"] == good["key"] and index.read_index(path)["key"] == good["key"]
+
+
+def test_the_key_follows_the_python_version_and_every_entry_file(kb):
+    key = index.freshness_key(kb)
+    assert key.split("|")[1] == f"{sys.version_info[0]}.{sys.version_info[1]}"  # marshal may change between versions
+    assert all(p.name in key for p in kb.glob("*.yaml"))

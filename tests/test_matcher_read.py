@@ -10,7 +10,7 @@ INFO = b"INFO 11-20 10:12:01 [loggers.py:123] Engine 000: Avg prompt throughput:
 
 def windows(data: bytes):
     stats = read.Stats()
-    out = list(read.windows(io.BytesIO(data), [b"rror", b"WARN"], stats))
+    out = [(first, text) for first, _, text in read.windows(io.BytesIO(data), [b"rror", b"WARN"], stats)]
     return out, stats
 
 
@@ -19,7 +19,8 @@ def test_small_input_is_one_window():
     assert out == [(1, (INFO + ERR).decode())] and stats.lines == 2
 
 
-def test_big_input_yields_only_windows_around_candidates_with_line_numbers():
+def test_big_input_yields_only_windows_around_candidates_with_line_numbers(monkeypatch):
+    monkeypatch.setattr(read, "CHUNK", 1 << 20)
     n = (3 * read.CHUNK) // len(INFO)
     data = INFO * n + ERR + INFO * 50 + ERR + INFO * n
     out, stats = windows(data)
@@ -45,3 +46,99 @@ def test_line_without_newline_is_capped_and_its_tail_kept():
 def test_invalid_utf8_and_ansi_are_tolerated():
     out, _ = windows(b"\xff\xfe\x1b[31mValueError\x1b[0m: bad \xc3\x28 bytes\n")
     assert "ValueError: bad" in out[0][1]
+
+
+def test_every_anchor_line_is_found_with_its_exact_line_number(monkeypatch):
+    # small blocks and slices so that anchors straddle slice and block boundaries many times
+    monkeypatch.setattr(read, "SMALL", 4096)
+    monkeypatch.setattr(read, "CHUNK", 8192)
+    monkeypatch.setattr(read, "SLICE", 1000)
+    import random
+
+    rng = random.Random(5)
+    lines, wanted = [], {}
+    for i in range(1, 6000):
+        r = rng.random()
+        if r < 0.01:
+            line = f"ERROR 11-20 10:12:01 [core.py:708] EngineCore failed to start {i}"  # no 'Error' in it
+        elif r < 0.02:
+            line = f"torch.OutOfMemoryError: CUDA out of memory {i}"
+        elif r < 0.025:
+            line = f"WARNING 08-20 10:18:39 scheduler.py:1141] Sequence group {i} is preempted"
+        else:
+            line = f"INFO 11-20 10:12:01 [loggers.py:123] Running: {rng.randint(0, 99)} reqs " + "x" * rng.randint(0, 300)
+            lines.append(line)
+            continue
+        lines.append(line)
+        wanted[len(lines)] = line
+    data = ("\n".join(lines) + "\n").encode()
+    stats = read.Stats()
+    found = {}
+    for first, _, text in read.windows(io.BytesIO(data), [b"Error", b"RROR", b"WARNING"], stats):
+        for k, line in enumerate(text.split("\n")[:-1] if text.endswith("\n") else text.split("\n")):
+            assert found.setdefault(first + k, line) == line  # overlapping windows agree
+    assert stats.bytes == len(data) and stats.lines == len(lines)
+    for n, line in wanted.items():
+        assert found.get(n) == line, n
+
+
+def test_a_stream_without_readinto_is_read_too(monkeypatch):
+    monkeypatch.setattr(read, "SMALL", 4096)
+    monkeypatch.setattr(read, "CHUNK", 8192)
+
+    class Pipe:
+        def __init__(self, data):
+            self.f = io.BytesIO(data)
+
+        def read(self, n=-1):
+            return self.f.read(min(n, 777) if n and n > 0 else n)
+
+    data = INFO * 2000 + ERR + INFO * 10
+    out = list(read.windows(Pipe(data), [b"Error"]))
+    assert any("No available memory" in t for _, _, t in out)
+
+
+def _big(tmp_path, monkeypatch):
+    monkeypatch.setattr(read, "SMALL", 4096)
+    monkeypatch.setattr(read, "CHUNK", 64 << 10)
+    monkeypatch.setattr(read, "LINE_LIMIT", 512 << 10)
+    data = INFO * 3000 + ERR + INFO * 9000 + ERR + INFO * 100 + b"x" * 300_000 + ERR + INFO * 10
+    path = tmp_path / "big.log"
+    path.write_bytes(data)
+    return data, path
+
+
+def test_past_the_line_limit_windows_carry_byte_offsets(tmp_path, monkeypatch):
+    data, _ = _big(tmp_path, monkeypatch)
+    found = [(first, off, t) for first, off, t in read.windows(io.BytesIO(data), [b"Error"]) if "No available memory" in t]
+    assert len(found) == 3
+    assert found[0][0] is not None and found[1][0] is None and found[2][0] is None  # the limit lies between
+    for first, off, text in found:
+        assert data[off : off + len(text)].decode() == text  # the offset is where the window starts
+        if first is not None:
+            assert data[:off].count(b"\n") + 1 == first
+
+
+def test_a_regular_file_is_mapped_and_gives_what_a_pipe_gives(tmp_path, monkeypatch):
+    data, path = _big(tmp_path, monkeypatch)
+    piped_stats, mapped_stats = read.Stats(), read.Stats()
+    piped = list(read.windows(io.BytesIO(data), [b"Error"], piped_stats))
+    with open(path, "rb") as f:
+        assert read._mappable(f) == 0
+        mapped = list(read.windows(f, [b"Error"], mapped_stats))
+    text = lambda ws: [t for _, _, t in ws if "No available memory" in t]  # noqa: E731
+    assert text(mapped) == text(piped) and len(text(mapped)) == 3
+    assert [(a, b) for a, b, t in mapped if "No available" in t] == [(a, b) for a, b, t in piped if "No available" in t]
+    assert mapped_stats.bytes == len(data)
+
+
+def test_pipes_and_in_memory_streams_are_not_mapped():
+    import subprocess
+    import sys
+
+    assert read._mappable(io.BytesIO(b"x")) is None
+    proc = subprocess.Popen([sys.executable, "-c", "print('x')"], stdout=subprocess.PIPE)
+    try:
+        assert read._mappable(proc.stdout) is None
+    finally:
+        proc.communicate()

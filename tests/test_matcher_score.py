@@ -5,7 +5,7 @@ import pytest
 from kvkb import template
 from kvkb.matcher.engine import Matcher
 from kvkb.matcher.normalize import normalise
-from kvkb.matcher.score import exact, literal_form
+from kvkb.matcher.literal import exact, literal_form, walk
 from matcher_helpers import kb_entries
 
 SIG_SAMPLES = [(sig.template, s) for e in kb_entries() for sig in e.signatures for s in sig.samples]
@@ -40,7 +40,22 @@ def test_exact(tpl, line, expected):
 
 def test_literal_form_keeps_literal_numbers_only():
     f = form("Running: {running} reqs, GPU KV cache usage: 100.0% in v1 (at least 1) of {n}")
-    assert f["nums"] == [1.0, 100.0] and f["lead"] is False and f["trail"] is True
+    assert f["nums"] == [1.0, 100.0]
+    assert f["lits"] == ["Running: ", " reqs, GPU KV cache usage: 100.0% in v1 (at least 1) of "]
+    assert f["gaps"] == [[], ["running"], ["n"]]
+
+
+@pytest.mark.parametrize("tpl,sample", SIG_SAMPLES, ids=[f"s{i}" for i in range(len(SIG_SAMPLES))])
+def test_walk_extracts_what_the_template_regex_extracts(tpl, sample):
+    values, whole = walk(sample, form(tpl))
+    assert whole
+    assert values == {k: " ".join(v.split()) for k, v in template.extract(tpl, sample).items()}
+
+
+def test_walk_on_a_cut_line_keeps_the_values_found():
+    tpl = "max seq len ({max_model_len}) is larger than the KV cache ({kv_tokens}). Try increasing"
+    assert walk("The max seq len (30000) is larger than the KV cache (3984", form(tpl)) == ({"max_model_len": "30000", "kv_tokens": "3984"}, False)
+    assert walk("The max seq len (30000) is lar", form(tpl)) == ({"max_model_len": "30000)"}, False)
 
 
 def _matcher(*templates: tuple[str, str, str | None, str]) -> Matcher:
@@ -52,8 +67,7 @@ def _matcher(*templates: tuple[str, str, str | None, str]) -> Matcher:
                         "fix": {"id": "f", "title": "t", "cli": None, "python": None, "env": None, "versions": "", "status": "unverified"}})
         sigs.append({"entry": len(entries) - 1, "id": "s", "exception": exc, "level": None if exc else "INFO",
                      "versions": ">=0.1", "engine": "v1", "backend": "any", "norm": normalise(instance),
-                     "norm_raw": normalise(instance, canon=False), "regex": template.to_regex(tpl).pattern, "prefixes": []}
-                    | form(tpl))
+                     "norm_raw": normalise(instance, canon=False)} | form(tpl))
     return Matcher({"entries": entries, "signatures": sigs})
 
 

@@ -53,6 +53,7 @@ def test_generated_tokens_per_request():
         ("WARNING 11-22 [interface.py:1457] Unknown vLLM environment variable detected: VLLM_MAX_BATCH_SIZE", "VLLM_MAX_BATCH_SIZE"),
         ("vllm serve: error: unrecognized arguments: --swap-space 4", "--swap-space 4"),
         ("ValueError: invalid literal for int() with base 10: '8GB'", "'8GB'"),
+        ("  Value error, invalid literal for int() with base 10: '8GB' [type=value_error, input_value=", "'8GB'"),
     ],
 )
 def test_rejections(line, expected):

@@ -104,11 +104,50 @@ def test_tags_page_lists_ids_exceptions_and_flags(site):
         assert f">{tag}<" in page
 
 
+def test_entry_pages_list_their_tags_at_the_end_linking_the_tags_page(site, entries):
+    import re
+
+    tags_page = html(site, "tags/index.html")
+    anchors = set(re.findall(r'id="([^"]+)"', tags_page))
+    for eid in entries:
+        page = html(site, f"errors/{eid}/index.html")
+        assert re.search(r'<nav class="md-tags"\s+hidden', page), eid  # material's chips above the title are hidden
+        bottom = page[page.index("kvkb-tags"):]
+        links = re.findall(r'href="\.\./\.\./tags/#([^"]+)"', bottom)
+        assert f"tag:{eid}" in links, eid
+        assert set(links) <= anchors, (eid, set(links) - anchors)
+
+
 def test_memory_page_has_an_offline_diagram(site):
     page = html(site, "memory/index.html")
     assert "<svg" in page and "gpu_memory_utilization" in page
     assert "0.92 from 0.20.0" in page
     assert "cdn" not in page.lower() and "mermaid" not in page.lower()
+
+
+def test_memory_page_links_every_entry(site, entries):
+    page = html(site, "memory/index.html")
+    missing = [eid for eid in entries if f'href="../errors/{eid}/"' not in page]
+    assert not missing, missing
+
+
+def test_nav_groups_entries_by_phase_and_category_with_short_labels(site, entries):
+    import re
+
+    page = html(site, "index.html")
+    # material renders nested nav sections as labelled lists; entries sit under phase and category
+    # (the index's own table of contents comes earlier in the nav: start at the first phase section)
+    primary = page[page.index('class="md-nav md-nav--primary"'):]
+    nav = primary[re.search(r'<span class="md-ellipsis">\s*Errors at startup\s*</span>', primary).start():]
+    startup, serving = (re.search(rf'<span class="md-ellipsis">\s*{label}\s*</span>', nav).start() for label in ("Errors at startup", "Errors while serving"))
+    assert startup < serving
+    assert re.search(r'<span class="md-ellipsis">\s*KV-cache capacity\s*</span>', nav)
+    for eid, entry in entries.items():
+        link = re.search(rf'href="errors/{re.escape(eid)}/"[^>]*>\s*<span[^>]*>\s*([^<]+?)\s*</span>', nav)
+        assert link, eid
+        assert link.group(1) == eid  # the id, not the whole error line
+        where = nav.index(f'href="errors/{eid}/"')
+        assert (where > serving) == (entry.phase.value == "serving"), eid
 
 
 def test_site_is_offline_safe(site):

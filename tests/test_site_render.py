@@ -244,6 +244,19 @@ def test_group_entries_skips_empty_groups(entry):
     assert [(p.value, [c.value for c, _ in cats]) for p, cats in groups] == [("startup", ["kv-capacity"])]
 
 
+def test_nav_tree_groups_like_the_index_and_lists_ids(entry):
+    serving = entry.model_copy(update={"id": "serving-one", "phase": "serving", "category": "request"})
+    oom = entry.model_copy(update={"id": "a-gpu-one", "category": "gpu-memory"})
+    nav = render.nav_tree({e.id: e for e in (entry, serving, oom)})
+    assert nav == [
+        {"Errors at startup": [
+            {"KV-cache capacity": [{entry.id: f"errors/{entry.id}.md"}]},
+            {"GPU memory": [{"a-gpu-one": "errors/a-gpu-one.md"}]},
+        ]},
+        {"Errors while serving": [{"Per-request limits": [{"serving-one": "errors/serving-one.md"}]}]},
+    ]
+
+
 def test_templates_ship_with_the_package():
     names = {p.name for p in Path(render.TEMPLATES).iterdir()}
     assert {"entry.md.j2", "index.md.j2"} <= names

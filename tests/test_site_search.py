@@ -208,6 +208,71 @@ def test_flag_names_find_the_entries_that_use_them(entries, lunr, query, expecte
                 assert wanted.lower() in entries[loc.split("/")[1]].model_dump_json().lower(), loc
 
 
+SHIM_HARNESS = r"""
+const fs = require("fs");
+let sent = [];
+globalThis.Worker = function () {};
+Worker.prototype.postMessage = m => { sent.push(m); };
+eval(fs.readFileSync(process.argv[2], "utf8"));
+for (const q of JSON.parse(fs.readFileSync(process.argv[3], "utf8"))) new Worker().postMessage({ type: 2, data: q });
+new Worker().postMessage({ type: 0, data: "setup messages pass through untouched" });
+process.stdout.write(JSON.stringify(sent.map(m => m.data)));
+"""
+
+
+@pytest.fixture(scope="module")
+def rewrite(tmp_path_factory):
+    node = shutil.which("node") or shutil.which("nodejs")
+    if not node:
+        pytest.skip("node is not installed (apt-get install nodejs)")
+    tmp = tmp_path_factory.mktemp("shim")
+    (tmp / "shim.js").write_text(SHIM_HARNESS)
+
+    def run(queries: list[str]) -> list[str]:
+        (tmp / "q.json").write_text(json.dumps(queries))
+        proc = subprocess.run([node, str(tmp / "shim.js"), str(SHIM), str(tmp / "q.json")], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        sent = json.loads(proc.stdout)
+        assert sent[-1] == "setup messages pass through untouched"
+        return sent[:-1]
+
+    return run
+
+
+def test_the_shim_searches_complete_words_exactly_and_the_last_word_as_a_prefix(rewrite):
+    typed, pasted, flag, quoted = rewrite(["GPU 0 has a tot", "of memory.\n", "`--max-model-len`", 'File "/usr/lib/x.py", line 8'])
+    # material appends '*' to every word without a '^N' boost: '0' would match every 0.x version
+    assert typed.split() == ["GPU^1", "0^1", "has^1", "a^1", "tot"]
+    assert pasted.split() == ["of^1", "memory.^1"]  # a trailing newline ends the last word too
+    assert flag == "max-model-len`"  # no lunr NOT/MUST operator left, still a prefix while typing
+    assert '"' not in quoted  # material makes quoted text MUST terms: a traceback would find nothing
+
+
+def test_a_pasted_traceback_with_quoted_paths_finds_the_entry(entries, lunr):
+    eid = "max-model-len-exceeds-kv-cache"
+    if eid not in entries:
+        pytest.skip(f"{eid} is not in kb/")
+    paste = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/local/lib/python3.10/dist-packages/vllm/entrypoints/openai/api_server.py", line 8, in <module>\n'
+        '  File "/usr/local/lib/python3.10/dist-packages/vllm/engine/llm_engine.py", line 400, in _initialize_kv_caches\n'
+        + entries[eid].signatures[0].samples[0] + "\n"
+    )
+    locations = lunr([paste])[0]
+    assert locations and locations[0] == f"errors/{eid}/", locations[:3]
+
+
+@pytest.mark.parametrize(
+    "typed, expected",
+    [("gpu_memory_utiliz", "no-memory-for-cache-blocks"), ("VLLM_CPU_KVCACHE", "cpu-kv-cache-space")],
+)
+def test_a_half_typed_identifier_still_finds_its_entry(entries, lunr, typed, expected):
+    if expected not in entries:
+        pytest.skip(f"{expected} is not in kb/")
+    locations = lunr([typed])[0]  # the word being typed stays a prefix
+    assert locations and locations[0] == f"errors/{expected}/", locations[:3]
+
+
 def test_lunr_operators_in_a_paste_do_not_break_the_search(entries, lunr):
     line = "OutOfMemoryError('Error (input dumped to /tmp/x_20241219-093344.pkl): CUDA out of memory ~ ^ +1 `--gpu-memory-utilization`')"
     assert lunr([line])[0], "a paste with lunr operator characters must still return results"

@@ -16,7 +16,7 @@ def run(args) -> int:
     from kvkb.codes import EntryError
     from kvkb.matcher import index
 
-    directory = args.kb or index.kb_dir()
+    directory = args.kb or Path(index.kb_dir())
     if not directory.is_dir():
         print(f"kvkb index: no such folder: {directory}", file=sys.stderr)
         return 2

@@ -1,0 +1,92 @@
+"""A signature template as literal text and gaps: exact matching and value extraction with str.find.
+
+kvkb.template.to_regex is the reference (lint runs it on every sample); this walks the same
+template without a regex, because compiling one costs ~0.5 ms and kbmatch's start-up is measured.
+Semantics follow to_regex: whitespace is flexible; a middle placeholder takes 1..MAX_VALUE
+characters up to the FIRST occurrence of the literal after it; a leading placeholder is the token
+just before the first literal, a trailing one the token just after the last.
+"""
+
+from __future__ import annotations
+
+from .normalize import numbers_in
+
+MAX_VALUE = 1000  # kvkb.template.MAX_VALUE (not imported: kvkb.template is for build time)
+
+
+def literal_form(parts: list[tuple[str, str]]) -> dict:
+    """{lits, gaps, nums} from kvkb.template.split(): the literals whitespace-collapsed, the
+    placeholder names before, between and after them (len(gaps) == len(lits) + 1), and the
+    numbers the template writes out literally ("KV cache usage: 100.0%")."""
+    lits: list[str] = []
+    gaps: list[list[str]] = [[]]
+    for kind, value in parts:
+        if kind == "ph":
+            gaps[-1].append(value)
+            continue
+        core = " ".join(value.split())
+        if value[:1].isspace():
+            core = " " + core
+        if value[-1:].isspace() and core != " ":
+            core += " "
+        lits.append(core)
+        gaps.append([])
+    nums = sorted({n for kind, value in parts if kind == "lit" for n in numbers_in(value)})
+    return {"lits": lits, "gaps": gaps, "nums": nums}
+
+
+def collapse(text: str) -> str:
+    return " ".join(text.split())
+
+
+def walk(text: str, sig: dict) -> tuple[dict[str, str], bool]:
+    """(placeholder values, whether the whole template matched). Short of a whole match, the values
+    of the longest run of literals found from the first one (a line cut mid-message)."""
+    lits = sig.get("lits")
+    if not lits:
+        return {}, False
+    t = collapse(text)
+    best: dict[str, str] = {}
+    start = t.find(lits[0])
+    while start >= 0:
+        values, done = _from(t, start, lits, sig["gaps"])
+        if done:
+            return values, True
+        if len(values) > len(best):
+            best = values
+        start = t.find(lits[0], start + 1)
+    return best, False
+
+
+def exact(text: str, sig: dict) -> bool:
+    return walk(text, sig)[1]
+
+
+def _token_after(t: str, pos: int) -> str:
+    return t[pos:].split(" ", 1)[0] if pos < len(t) and t[pos] != " " else ""
+
+
+def _from(t: str, start: int, lits: list[str], gaps: list[list[str]]) -> tuple[dict[str, str], bool]:
+    values: dict[str, str] = {}
+    if gaps[0]:
+        before = t[:start].rsplit(" ", 1)[-1] if start and t[start - 1] != " " else ""
+        if not before:
+            return values, False
+        values[gaps[0][0]] = before
+    pos = start + len(lits[0])
+    for lit, names in zip(lits[1:], gaps[1:-1]):
+        nxt = t.find(lit, pos + 1, pos + MAX_VALUE + len(lit))
+        if nxt < 0:
+            token = _token_after(t, pos)  # what a prefix of the template ending in this placeholder takes
+            if names and token:
+                values[names[0]] = token
+            return values, False
+        if names:
+            values[names[0]] = t[pos:nxt]
+        pos = nxt + len(lit)
+    if gaps[-1]:
+        token = _token_after(t, pos)
+        if not token:
+            return values, False
+        values[gaps[-1][0]] = token
+    return values, True

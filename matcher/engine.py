@@ -96,7 +96,7 @@ class Matcher:
     def __init__(self, index: dict, base_url: str | None = None):
         self.index = index
         self.entries = index["entries"]
-        self.table = Table(index["signatures"], index.get("vocab"))
+        self.table = Table(index["signatures"], index.get("vocab"), index.get("groups"))
         self.anchors = [a.encode() for a in index.get("anchors", ["rror", "WARN"])]
         base = base_url or os.environ.get("KVKB_BASE_URL") or DEFAULT_BASE_URL
         self.base_url = base.rstrip("/") + "/"

@@ -16,13 +16,13 @@ import os
 import sys
 
 # Bump when normalise(), the index layout or what is derived at build time changes.
-FORMAT = 8
+FORMAT = 10
 INDEX_NAME = ".index.marshal"
 EXPLAIN_NAME = ".index-explain.json"
 # Candidate lines in big logs: *Error / *Error: lines, vLLM's ERROR and WARNING log lines. Each
-# anchor is one bytes.find pass over the log (~0.3-0.6 s per GB here), so they are few and long:
-# "Error" and "WARNING" scan faster than "rror" and "WARN".
-BASE_ANCHORS = ("Error", "RROR", "WARNING")
+# anchor is one bytes.find pass over the log (~0.3-0.6 s per GB here), so they are few, and chosen to
+# scan fast: uppercase needles ("ERROR", "WARNING") let the search skip further than "RROR", "WARN".
+BASE_ANCHORS = ("Error", "ERROR", "WARNING")
 _MAGIC = b"KVKB-INDEX\n"
 
 
@@ -98,10 +98,11 @@ def signature_record(entry: int, sig_id: str, exception: str | None, level: str 
 
 
 def finish(index: dict) -> dict:
-    """Derived, KB-wide parts: the word bit masks for the token prefilter."""
-    from .score import token_masks
+    """Derived, KB-wide parts: the word bit masks and the signature groups of the prefilter."""
+    from .score import groups, token_masks
 
     index["vocab"] = token_masks(index["signatures"])
+    index["groups"] = groups(index["signatures"])
     return index
 
 
@@ -184,10 +185,18 @@ def read_index(path) -> dict | None:
         return None
     if not data.startswith(_MAGIC):
         return None
+    import gc
+
+    # a big index is ~100k objects: without this the collector would run dozens of times meanwhile
+    enabled = gc.isenabled()
+    gc.disable()
     try:
         index = marshal.loads(memoryview(data)[len(_MAGIC):])
     except (ValueError, EOFError, TypeError):
         return None
+    finally:
+        if enabled:
+            gc.enable()
     return index if isinstance(index, dict) else None
 
 

@@ -145,7 +145,8 @@ def _forward(buf, pos: int, lines: int, stop: int) -> int:
 
 def _scan_mapped(stream: BinaryIO, start: int, anchors: list[bytes], stats: Stats) -> Iterator[Window]:
     """Scan a regular file through a read-only mapping: positions are file offsets, nothing is copied
-    but the windows; what lies behind the scan is released every block."""
+    but the windows. A big file is split at line ends into parts scanned at the same time by forked
+    workers (the scan is CPU-bound: about five bytes.find passes); windows still come in log order."""
     import mmap
 
     fd = stream.fileno()
@@ -154,42 +155,188 @@ def _scan_mapped(stream: BinaryIO, start: int, anchors: list[bytes], stats: Stat
     if size <= start:
         return
     mm = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
+    workers: list = []
     try:
         try:
             mm.madvise(mmap.MADV_SEQUENTIAL)
         except (OSError, ValueError):
             pass
-        page = mmap.PAGESIZE
-        released = 0
-        counted, line_at = start, 1  # newlines before `counted` are in line_at
-        pos = start
-        while pos < size:
-            stop = min(size, pos + CHUNK)
-            if stop < size:  # blocks end at a line end, so no line is cut between two blocks
-                nl = mm.rfind(b"\n", pos, stop)
-                stop = nl + 1 if nl >= 0 else stop
-            hits = _candidates(mm, pos, stop, anchors, size, stats)
-            for ws, we in _spans(mm, hits, start, size):
-                first = None
-                if ws - start <= LINE_LIMIT:
-                    for a in range(counted, ws, SLICE):  # mmap has no count(): count slice copies
-                        line_at += mm[a : min(ws, a + SLICE)].count(b"\n")
-                    counted = max(counted, ws)
-                    first = line_at
-                stats.windows += 1
-                yield first, ws - start, decode(mm[ws:we])
-            pos = stop
-            # give back the pages scanned, keeping the context a later window may reach back into
-            keep_from = (max(start, pos - 2 * WINDOW_BYTES - MAX_LINE) // page) * page
-            if keep_from > released:
-                try:
-                    mm.madvise(mmap.MADV_DONTNEED, released, keep_from - released)
-                except (OSError, ValueError):
-                    pass
-                released = keep_from
-        stats.lines = line_at - 1 + (1 if size > start and mm[size - 1] != 10 else 0) if counted >= size else None
+        bounds = _parts(mm, start, size, _jobs())
+        workers = [_fork(mm, lo, hi, start, size, anchors) for lo, hi in zip(bounds[1:-1], bounds[2:])]
+        counter = [start, 1]  # newlines before counter[0] are in counter[1] - 1
+        for _, wins in _blocks(mm, bounds[0], bounds[1], start, size, anchors, stats, counter):
+            yield from wins
+        for k, worker in enumerate(workers):
+            lo, hi = bounds[k + 1], bounds[k + 2]
+            got = _collect(worker)
+            workers[k] = None
+            if got is not None:
+                wins, long_lines, lo = got
+                stats.long_lines += long_lines
+                stats.windows += len(wins)
+                yield from ((None, off, text) for off, text in wins)
+            for _, wins in _blocks(mm, lo, hi, start, size, anchors, stats, None):  # what a worker did not do
+                yield from wins
+        stats.lines = None  # past LINE_LIMIT nobody counts
     finally:
+        for worker in workers:
+            if worker is not None:
+                _abandon(worker)
         mm.close()
+
+
+def _blocks(mm, lo: int, hi: int, start: int, size: int, anchors: list[bytes], stats: Stats, counter: list | None):
+    """(block end, [windows]) for each CHUNK-sized block of [lo, hi); counter ([offset, line]) makes
+    line numbers for windows within LINE_LIMIT of the start. Pages behind the scan are released."""
+    import mmap
+
+    page = mmap.PAGESIZE
+    released = (max(start, lo - 2 * WINDOW_BYTES - MAX_LINE) // page) * page
+    pos = lo
+    while pos < hi:
+        stop = min(hi, pos + CHUNK)
+        if stop < hi:  # blocks end at a line end, so no line is cut between two blocks
+            nl = mm.rfind(b"\n", pos, stop)
+            stop = nl + 1 if nl >= 0 else stop
+        wins = []
+        for ws, we in _spans(mm, _candidates(mm, pos, stop, anchors, size, stats), start, size):
+            first = None
+            if counter is not None and ws - start <= LINE_LIMIT:
+                for a in range(counter[0], ws, SLICE):  # mmap has no count(): count slice copies
+                    counter[1] += mm[a : min(ws, a + SLICE)].count(b"\n")
+                counter[0] = max(counter[0], ws)
+                first = counter[1]
+            stats.windows += 1
+            wins.append((first, ws - start, decode(mm[ws:we])))
+        pos = stop
+        # give back the pages scanned, keeping the context a later window may reach back into
+        keep_from = (max(start, pos - 2 * WINDOW_BYTES - MAX_LINE) // page) * page
+        if keep_from > released:
+            try:
+                mm.madvise(mmap.MADV_DONTNEED, released, keep_from - released)
+            except (OSError, ValueError):
+                pass
+            released = keep_from
+        yield pos, wins
+
+
+# --- parallel parts -------------------------------------------------------------------------------
+
+PARALLEL_PART = 128 << 20  # a part is at least this big (and the first at least LINE_LIMIT)
+WORKER_CAP = 32 << 20  # window text a worker holds; past it, the rest of its part is scanned by the parent
+
+
+def _jobs() -> int:
+    """Parallel parts: KVKB_JOBS, else the CPUs this process may use (at most 4); 1 where fork is missing."""
+    if not hasattr(os, "fork"):
+        return 1
+    env = os.environ.get("KVKB_JOBS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(4, cpus))
+
+
+def _parts(mm, start: int, size: int, jobs: int) -> list[int]:
+    """Part boundaries [start, ..., size], each at a line start."""
+    jobs = max(1, min(jobs, (size - start) // max(PARALLEL_PART, LINE_LIMIT + WINDOW_BYTES)))
+    bounds = [start]
+    for k in range(1, jobs):
+        at = start + (size - start) * k // jobs
+        nl = mm.find(b"\n", at, min(size, at + MAX_LINE))
+        at = nl + 1 if nl >= 0 else at
+        if bounds[-1] < at < size:
+            bounds.append(at)
+    bounds.append(size)
+    return bounds
+
+
+def _fork(mm, lo: int, hi: int, start: int, size: int, anchors: list[bytes]):
+    """(pid, read end of a pipe) of a worker scanning [lo, hi); None when it cannot be started."""
+    import marshal
+
+    try:
+        r, w = os.pipe()
+    except OSError:
+        return None
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(r)
+        os.close(w)
+        return None
+    if pid:
+        os.close(w)
+        return pid, r
+    # the worker: scan, send (windows, long lines, where it stopped), exit without running any cleanup
+    # the parent owns (os._exit: no atexit handlers, no flushing of inherited stdio buffers)
+    code = 1
+    try:
+        os.close(r)
+        stats = Stats()
+        out: list[tuple[int, str]] = []
+        held = 0
+        upto = lo
+        for upto, wins in _blocks(mm, lo, hi, start, size, anchors, stats, None):
+            out.extend((off, text) for _, off, text in wins)
+            held += sum(len(t) for _, _, t in wins)
+            if held > WORKER_CAP:
+                break
+        data = memoryview(marshal.dumps((out, stats.long_lines, upto)))
+        while data:
+            data = data[os.write(w, data):]
+        code = 0
+    except BaseException:
+        pass
+    finally:
+        os._exit(code)
+
+
+def _collect(worker) -> tuple[list, int, int] | None:
+    """A worker's (windows, long lines, offset it reached), or None if it failed."""
+    import marshal
+
+    if worker is None:
+        return None
+    pid, r = worker
+    chunks = []
+    try:
+        while True:
+            part = os.read(r, 1 << 20)
+            if not part:
+                break
+            chunks.append(part)
+    except OSError:
+        chunks = []
+    finally:
+        os.close(r)
+    _, status = os.waitpid(pid, 0)
+    if status != 0 or not chunks:
+        return None
+    try:
+        wins, long_lines, upto = marshal.loads(b"".join(chunks))
+    except (ValueError, EOFError, TypeError):
+        return None
+    return wins, long_lines, upto
+
+
+def _abandon(worker) -> None:
+    """Stop a worker whose windows are no longer wanted (the caller stopped reading)."""
+    import signal
+
+    pid, r = worker
+    try:
+        os.close(r)
+    except OSError:
+        pass
+    try:
+        os.kill(pid, signal.SIGTERM)
+        os.waitpid(pid, 0)
+    except OSError:
+        pass
 
 
 def _spans(buf, hits: list[tuple[int, int]], floor: int, stop: int) -> list[list[int]]:

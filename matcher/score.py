@@ -58,24 +58,42 @@ def token_masks(signatures: list[dict]) -> dict[str, int]:
     return vocab
 
 
-class Table:
-    """Signatures grouped for prefiltering; built once per Matcher."""
+def groups(signatures: list[dict]) -> dict:
+    """The prefilter's signature groups (by exception type, log-line ones, INFO ones) and the numbers
+    templates spell out; computed at index build time so that loading a big index does no work."""
+    by_type: dict[str, list[int]] = {}
+    level: list[int] = []
+    exc: list[int] = []
+    for i, s in enumerate(signatures):
+        if s.get("exception"):
+            by_type.setdefault(s["exception"].rsplit(".", 1)[-1], []).append(i)
+            exc.append(i)
+        else:
+            level.append(i)
+    return {
+        "by_type": by_type,
+        "level": level,
+        "exc": exc,
+        "info": [i for i in level if signatures[i].get("level") in ("INFO", "DEBUG")],
+        "literal_numbers": sorted({n for s in signatures for n in s.get("nums", ())}),
+    }
 
-    def __init__(self, signatures: list[dict], vocab: dict[str, int] | None = None):
+
+class Table:
+    """Signatures grouped for prefiltering; built once per Matcher (from the index when it has them)."""
+
+    def __init__(self, signatures: list[dict], vocab: dict[str, int] | None = None, grouped: dict | None = None):
         self.sigs = signatures
-        self.vocab = vocab if vocab is not None and all("mask" in s for s in signatures) else token_masks(signatures)
-        self.by_type: dict[str, list[int]] = {}
-        self.level_sigs: list[int] = []
-        self.exc_sigs: list[int] = []
-        for i, s in enumerate(signatures):
-            if s.get("exception"):
-                self.by_type.setdefault(s["exception"].rsplit(".", 1)[-1], []).append(i)
-                self.exc_sigs.append(i)
-            else:
-                self.level_sigs.append(i)
+        if vocab is None or (signatures and "mask" not in signatures[0]):
+            vocab = token_masks(signatures)
+        self.vocab = vocab
+        g = grouped or groups(signatures)
+        self.by_type: dict[str, list[int]] = g["by_type"]
+        self.level_sigs: list[int] = g["level"]
+        self.exc_sigs: list[int] = g["exc"]
         self.all_sigs = self.exc_sigs + self.level_sigs
-        self.info_sigs = [i for i in self.level_sigs if signatures[i].get("level") in ("INFO", "DEBUG")]
-        self.literal_numbers = {n for s in signatures for n in s.get("nums", ())}
+        self.info_sigs = g["info"]
+        self.literal_numbers = set(g["literal_numbers"])
 
     def candidates(self, record) -> tuple[list[int], float]:
         """Signature indices this record may match, and the penalty its kind carries."""

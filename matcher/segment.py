@@ -48,14 +48,15 @@ _PYDANTIC_MORE = "For further information visit https://errors.pydantic.dev"
 _FIELD_RE = Lazy(r"^[\w.\[\]-]+$")  # the field path line above a field error
 PYDANTIC_TYPE = "pydantic_core._pydantic_core.ValidationError"
 
-# Stage cues: function names in frames and phrases vLLM logs around the failure.
 # Stage cues: function names in frames and phrases vLLM logs around the failure. Plain substrings,
 # checked with `in` on every line: a regex alternation of this size cost ~50 us a line.
+# "cudagraph" is compared with the lower-cased line; the others are case-sensitive.
 CUES = {
-    "cudagraph":  # compared with the lower-cased line; the others are case-sensitive ("capture_model", "graph_capture", "cudagraph", "cuda_graph", "graph capturing"),
+    "cudagraph": ("capture_model", "graph_capture", "cudagraph", "cuda_graph", "graph capturing"),
     "startup": (
         "load_model", "load_weights", "model_loader", "profile_run", "_dummy_run", "_dummy_sampler_run",
-        "determine_num_available_blocks", "determine_available_memory", "initialize_cache", "_initialize_kv_caches", "init_device", "initialize_from_config",
+        "determine_num_available_blocks", "determine_available_memory", "initialize_cache", "_initialize_kv_caches",
+        "init_device", "initialize_from_config",
         "compile_or_warm_up_model", "EngineCore failed to start", "Engine core initialization failed", "warming up sampler",
         "warming up pooler", "Failed to load model", "Engine process failed to start",
     ),

@@ -138,3 +138,22 @@ def test_one_huge_line_without_newline(in_process, tmp_path, capsys):
     rc = main(["--json", str(path)])
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["root_cause"] == "no-memory-for-cache-blocks"
+
+
+@pytest.mark.parametrize("argv", [
+    [], ["-"], ["log.txt"], ["--json", "log.txt"], ["log.txt", "--json", "--no-color"], ["--top", "5", "x"], ["--top=2"],
+    ["--explain", "max-model-len-exceeds-kv-cache"], ["--explain=abc"], ["--base-url", "http://h/", "f"], ["--base-url=http://h/"],
+])
+def test_fast_argument_parsing_agrees_with_argparse(argv):
+    from kvkb.matcher.cli import _fast_args, _parser
+
+    fast, full = _fast_args(argv), _parser().parse_args(argv)
+    assert fast is not None
+    assert {k: getattr(fast, k) for k in vars(full)} == vars(full)
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["-h"], ["--js"], ["--top", "x"], ["--top"], ["a", "b"], ["--bogus"], ["--explain"]])
+def test_anything_unusual_goes_to_argparse(argv):
+    from kvkb.matcher.cli import _fast_args
+
+    assert _fast_args(argv) is None

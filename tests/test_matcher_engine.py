@@ -88,3 +88,21 @@ def test_match_path_imports_no_pydantic_torch_or_jinja(tmp_path):
     )
     run = subprocess.run([sys.executable, "-c", code, str(VLLM_LOGS / "kv-too-small.log")], env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
+
+
+def test_a_paste_costs_no_avoidable_imports(tmp_path):
+    """Start-up is measured: a plain run must not import what only --json, --explain, --help,
+    a rebuild or a big log need (each costs milliseconds)."""
+    from matcher_helpers import cli_env, sane_kb_copy
+
+    kb = sane_kb_copy(tmp_path / "kb")
+    env = cli_env(kb)
+    subprocess.run([sys.executable, "-m", "kvkb.cli.main", "index"], env=env, check=True, capture_output=True)
+    avoidable = ("argparse", "json", "hashlib", "dataclasses", "inspect", "textwrap", "mmap", "pydantic", "yaml")
+    code = (
+        "import sys; before = set(sys.modules); from kvkb.matcher.cli import main; rc = main([sys.argv[1]]);"
+        f"bad = [m for m in {avoidable!r} if m in sys.modules and m not in before];"
+        "print(bad, file=sys.stderr); sys.exit(3 if bad else rc)"
+    )
+    run = subprocess.run([sys.executable, "-c", code, str(VLLM_LOGS / "kv-too-small.log")], env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr

@@ -2,6 +2,8 @@
 
 import io
 
+import pytest
+
 from kvkb.matcher import read
 
 ERR = b"ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.\n"
@@ -142,3 +144,24 @@ def test_pipes_and_in_memory_streams_are_not_mapped():
         assert read._mappable(proc.stdout) is None
     finally:
         proc.communicate()
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork on this platform")
+@pytest.mark.parametrize("cap,forks", [(32 << 20, True), (1, True), (32 << 20, False)])
+def test_parallel_parts_give_the_same_windows_in_order(tmp_path, monkeypatch, cap, forks):
+    # cap=1: every worker stops after one block and the parent scans the rest; forks=False: no worker starts
+    data, path = _big(tmp_path, monkeypatch)
+    monkeypatch.setattr(read, "PARALLEL_PART", 100 << 10)
+    monkeypatch.setattr(read, "LINE_LIMIT", 100 << 10)
+    monkeypatch.setattr(read, "WORKER_CAP", cap)
+    monkeypatch.setenv("KVKB_JOBS", "3")
+    if not forks:
+        monkeypatch.setattr(read, "_fork", lambda *a: None)
+    piped = list(read.windows(io.BytesIO(data), [b"Error", b"WARNING"]))
+    stats = read.Stats()
+    with open(path, "rb") as f:
+        assert len(read._parts(__import__("mmap").mmap(f.fileno(), 0, access=__import__("mmap").ACCESS_READ), 0, len(data), 3)) == 4
+        mapped = list(read.windows(f, [b"Error", b"WARNING"], stats))
+    assert [(o, t) for _, o, t in mapped] == [(o, t) for _, o, t in piped]
+    assert [f for f, _, _ in mapped] == [f for f, _, _ in piped]
+    assert stats.windows == len(piped)

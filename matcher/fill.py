@@ -26,6 +26,16 @@ _CONTEXT_PATTERNS = [
     (("max_model_len",), ("max seq len (",), r"max seq len \((\d[\d,]*)\)"),
     (("kv_cache_space_gib_now",), ("VLLM_CPU_KVCACHE_SPACE",), r"VLLM_CPU_KVCACHE_SPACE[=: ]+(\d+)\b"),
     (("kv_cache_space_gib_now",), ("VLLM_CPU_KVCACHE_SPACE",), r"VLLM_CPU_KVCACHE_SPACE \(Gi?B\) for CPU backend is not set, using (\d+) by default"),
+    (("available_kv_gib",), ("Available KV cache memory",), r"Available KV cache memory: (-?[\d.]+) GiB"),
+]
+
+# Where a startup log names the model: the CLI's non-default args, the engine config line, the
+# command line, a Python call. The first one found wins.
+_MODEL_PATTERNS = [
+    ("'model':", r"'model': '([^']+)'"),
+    ("model=", r"\bmodel='([^']+)'"),
+    ("model=", r"\bmodel=\"([^\"]+)\""),
+    ("vllm serve", r"vllm serve\s+([\w.\-/]+)"),
 ]
 
 
@@ -42,7 +52,51 @@ def context_values(text: str) -> dict[str, float]:
             num = to_number(value)
             if num is not None and name not in found:
                 found[name] = num
+    for word, pattern in _MODEL_PATTERNS:
+        if word in text and (m := re.search(pattern, text)):
+            found["model"] = m.group(1)  # a string among the numbers: only derive() reads it
+            break
     return found
+
+
+def shipped_config(model: str) -> tuple[str, dict] | None:
+    """The config.json kvkb ships for this model id (or a local path ending in its name), if any."""
+    from kvkb.fit.sitepage import MODELS_DIR  # lazy: only when a paste names a model
+
+    want = model.rstrip("/").lower()
+    tail = want.rsplit("/", 1)[-1]
+    hits = []
+    for d in sorted(MODELS_DIR.iterdir()):
+        repo = d.name.replace("--", "/", 1)
+        if (d / "config.json").is_file() and (repo.lower() == want or repo.lower().rsplit("/", 1)[-1] == tail):
+            hits.append((repo, d / "config.json"))
+    if len(hits) != 1:
+        return None
+    import json
+
+    return hits[0][0], json.loads(hits[0][1].read_text(encoding="utf-8"))
+
+
+def _fit_max_model_len(model: str, available_gib: float, max_model_len: float | None) -> tuple[int, str] | None:
+    """Exact KV arithmetic (kvkb fit) for a shipped model, on the KV memory the log reports."""
+    found = shipped_config(model)
+    if not found or available_gib <= 0:
+        return None
+    repo, config = found
+    from kvkb.fit.capacity import FitError, fit  # lazy: pure arithmetic, no heavy imports
+
+    # vLLM prints the GiB figure rounded to 2 decimals: take the low end so the answer always fits.
+    budget = int((available_gib - 0.005) * 2**30)
+    try:
+        result = fit(config, kv_cache_memory=budget, max_model_len=int(max_model_len) if max_model_len else None, name=repo)
+    except FitError:
+        return None
+    if result.max_model_len_that_fits <= 0:
+        return None
+    return result.max_model_len_that_fits, (
+        f"kvkb fit with {repo}'s config.json: {result.bytes_per_token:,} bytes per token, "
+        f"{_fmt(available_gib)} GiB of KV memory (low end of vLLM's rounding) holds a {result.max_model_len_that_fits}-token request"
+    )
 
 
 def numbers(params: dict[str, str]) -> dict[str, float]:
@@ -74,9 +128,16 @@ def derive(v: dict[str, float]) -> tuple[dict[str, str], dict[str, str]]:
     mml = v.get("max_model_len")
 
     est = v.get("estimated_max_len")
+    model = v.get("model") if isinstance(v.get("model"), str) else None
+    kv_gib = available if available is not None else v.get("available_kv_gib")
+    fitted = _fit_max_model_len(model, kv_gib, mml) if model and kv_gib and not (est and est > 0) else None
+    if model:
+        values["model"] = model  # fill() puts it where fix forms say MODEL
     if est and est > 0:
         values["max_model_len_fit"] = _fmt(int(est))
         notes["max_model_len_fit"] = f"vLLM's own estimate of the longest context that fits: {int(est)}"
+    elif fitted:
+        values["max_model_len_fit"], notes["max_model_len_fit"] = str(fitted[0]), fitted[1]
     elif v.get("kv_tokens"):
         fit = int(v["kv_tokens"]) // BLOCK * BLOCK
         if fit > 0:
@@ -132,6 +193,7 @@ def derive(v: dict[str, float]) -> tuple[dict[str, str], dict[str, str]]:
 
 
 _PH_RE = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
+_MODEL_WORD = re.compile(r"\bMODEL\b")
 
 
 def placeholders(text: str) -> list[str]:
@@ -141,6 +203,9 @@ def placeholders(text: str) -> list[str]:
 def fill(text: str | None, values: dict[str, str]) -> str | None:
     if text is None:
         return None
+    if values.get("model"):  # fix forms write the model as MODEL: the user's own when the log names it
+        text = text.replace("model=MODEL", f"model={values['model']!r}")  # the Python form: a string
+        text = _MODEL_WORD.sub(lambda _: values["model"], text)
     return _PH_RE.sub(lambda m: values.get(m.group(1)) or f"<{m.group(1)}>", text)
 
 

@@ -78,8 +78,10 @@ def report_text(report, top: int, color: bool) -> str:
             lines.append("")
             lines.append(s.bold("also in this log") + " (in log order):")
             for m in others[: max(0, top - 1)]:
-                lines.append(f"  {_where(m)}: {s.bold(m.id)} (score {m.score:.1f}) {m.url}")
-                if m.fix:
+                wrapper = m.category == "engine-wrapper"
+                note = " (the engine dying of the root cause above)" if wrapper else ""
+                lines.append(f"  {_where(m)}: {s.bold(m.id)} (score {m.score:.1f}){note} {m.url}")
+                if m.fix and not wrapper:  # a wrapper's own fix would distract from the root cause's
                     lines.append(f"        fix: {m.fix}")
         return "\n".join(lines) + "\n"
     lines.append(s.yellow("No confident match in the knowledge base."))

@@ -1,6 +1,7 @@
 """The kbmatch command: exit codes, --json shape, --explain, hostile input never gives a traceback."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -45,7 +46,9 @@ def test_stdin_and_json_shape(kb):
     m = data["matches"][0]
     assert {"id", "score", "confident", "signature", "line", "params", "fix", "url"} <= set(m)
     assert m["params"]["estimated_max_len"] == "1792" and m["signature"]["versions"] == ">=0.22.0"
-    assert m["fix"] == "vllm serve MODEL --max-model-len 1792"
+    # the capture ran on a temporary model dir, which vLLM's log names: the fix uses it
+    model = re.search(r"model='([^']+)'", KV_LOG.read_text()).group(1)
+    assert m["fix"] == f"vllm serve {model} --max-model-len 1792"
 
 
 def test_base_url_flag(kb):

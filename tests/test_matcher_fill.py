@@ -72,3 +72,50 @@ def test_batched_tokens_at_least_max_model_len():
 def test_unknown_values_stay_visible():
     assert fill.fill("vllm serve MODEL --max-model-len {max_model_len_fit}", {}) == "vllm serve MODEL --max-model-len <max_model_len_fit>"
     assert fill.fill("LLM(max_model_len={max_model_len_fit})", {"max_model_len_fit": "1792"}) == "LLM(max_model_len=1792)"
+
+
+# --- kvkb fit fills max_model_len when vLLM's message carries no estimate ---------------------------
+
+PASTE_085 = """\
+INFO 05-02 09:12:44 [api_server.py:1043] args: Namespace(model='meta-llama/Llama-3.1-8B-Instruct', max_model_len=None)
+INFO 05-02 09:13:40 [gpu_worker.py:227] Available KV cache memory: 5.62 GiB
+ERROR 05-02 09:13:41 [core.py:396] ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache is needed, which is larger than the available KV cache memory (5.62 GiB). Based on the available memory,  Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.
+"""
+
+
+def test_fit_fills_max_model_len_for_a_shipped_model_when_vllm_gives_no_estimate():
+    from kvkb.matcher.engine import Matcher
+    from kvkb.fit.capacity import fit
+    from kvkb.matcher.fill import shipped_config
+
+    report = Matcher.load().match(PASTE_085)
+    top = report.matches[0]
+    assert report.root_cause == "max-model-len-exceeds-kv-cache" and top.confident
+    # Llama-3.1-8B: 32 layers x 8 KV heads x 128 head_dim x 2 (K,V) x 2 bytes = 131072 bytes/token
+    _, config = shipped_config("meta-llama/Llama-3.1-8B-Instruct")
+    expected = fit(config, kv_cache_memory=int((5.62 - 0.005) * 2**30), max_model_len=131072).max_model_len_that_fits
+    assert 45000 < expected < 46100  # ~5.6 GiB / 128 KiB per token
+    assert f"--max-model-len {expected}" in top.fix_forms["cli"]
+    assert "kvkb fit" in top.notes["max_model_len_fit"]
+
+
+def test_fit_is_not_used_for_unknown_models_or_when_vllm_estimates():
+    from kvkb.matcher import fill
+
+    assert fill.shipped_config("acme/never-heard-of-it") is None
+    assert fill.shipped_config("/models/Llama-3.1-8B-Instruct")[0] == "meta-llama/Llama-3.1-8B-Instruct"
+    values, notes = fill.derive({"estimated_max_len": 3712, "model": "meta-llama/Llama-3.1-8B-Instruct",
+                                 "needed_gib": 16.0, "available_gib": 0.45, "max_model_len": 131072})
+    assert values["max_model_len_fit"] == "3712" and "vLLM's own estimate" in notes["max_model_len_fit"]
+    values, _ = fill.derive({"model": "acme/x", "needed_gib": 16.0, "available_gib": 5.62, "max_model_len": 131072})
+    assert values["max_model_len_fit"] == str(int(131072 * 5.62 / 16.0) // 16 * 16)  # the linear fallback
+
+
+def test_fix_names_the_users_model_when_the_log_does():
+    from kvkb.matcher.engine import Matcher
+
+    top = Matcher.load().match(PASTE_085).matches[0]
+    assert top.fix_forms["cli"].startswith("vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len ")
+    python = top.fix_forms["python"]
+    assert python.startswith("LLM(model='meta-llama/Llama-3.1-8B-Instruct', max_model_len=")
+    compile(python, "<fix>", "eval")  # still valid Python

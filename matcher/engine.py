@@ -248,14 +248,14 @@ class Matcher:
         sig = self.table.sigs[si]
         # a "possible" is not asserted, so its numbers are not pulled out
         params = self._params(rec, si) if is_conf else {}
-        values, notes = fill.all_values(params, context) if is_conf else ({}, {})
         fix = entry["fix"]
+        used = set(fill.placeholders(" ".join(v for v in fix.values() if isinstance(v, str))))
+        values, notes = fill.all_values(params, context, used) if is_conf else ({}, {})
         forms = {k: fill.fill(fix.get(k), values) for k in ("cli", "python", "env") if fix.get(k)}
         runner_up = None
         if runner is not None:
             rsig = self.table.sigs[runner[2]]
             runner_up = {"id": self.entries[rsig["entry"]]["id"], "signature": rsig["id"], "score": round(runner[1], 1)}
-        used = set(fill.placeholders(" ".join(v for v in fix.values() if isinstance(v, str))))
         return Match(
             id=entry["id"],
             title=entry["title"],

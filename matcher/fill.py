@@ -61,20 +61,25 @@ def context_values(text: str) -> dict[str, float]:
 
 def shipped_config(model: str) -> tuple[str, dict] | None:
     """The config.json kvkb ships for this model id (or a local path ending in its name), if any."""
-    from kvkb.fit.sitepage import MODELS_DIR  # lazy: only when a paste names a model
+    import os
 
+    import kvkb  # already imported (kbmatch is kvkb.matcher); no pathlib on this path
+
+    models_dir = os.path.join(os.path.dirname(kvkb.__file__), "fit", "models")
     want = model.rstrip("/").lower()
     tail = want.rsplit("/", 1)[-1]
     hits = []
-    for d in sorted(MODELS_DIR.iterdir()):
-        repo = d.name.replace("--", "/", 1)
-        if (d / "config.json").is_file() and (repo.lower() == want or repo.lower().rsplit("/", 1)[-1] == tail):
-            hits.append((repo, d / "config.json"))
+    for name in sorted(os.listdir(models_dir)):
+        repo = name.replace("--", "/", 1)
+        path = os.path.join(models_dir, name, "config.json")
+        if os.path.isfile(path) and (repo.lower() == want or repo.lower().rsplit("/", 1)[-1] == tail):
+            hits.append((repo, path))
     if len(hits) != 1:
         return None
     import json
 
-    return hits[0][0], json.loads(hits[0][1].read_text(encoding="utf-8"))
+    with open(hits[0][1], encoding="utf-8") as f:
+        return hits[0][0], json.load(f)
 
 
 def _fit_max_model_len(model: str, available_gib: float, max_model_len: float | None) -> tuple[int, str] | None:
@@ -120,8 +125,11 @@ def _fmt(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:.2f}".rstrip("0")
 
 
-def derive(v: dict[str, float]) -> tuple[dict[str, str], dict[str, str]]:
-    """(values, notes) for each DERIVED name that the numbers allow."""
+def derive(v: dict[str, float], wanted: set[str] | None = None) -> tuple[dict[str, str], dict[str, str]]:
+    """(values, notes) for each DERIVED name that the numbers allow.
+
+    `wanted`: the placeholders the fix will show; the costly ones (kvkb fit) run only when wanted.
+    """
     values: dict[str, str] = {}
     notes: dict[str, str] = {}
     needed, available = _gib(v, "needed"), _gib(v, "available")
@@ -130,7 +138,8 @@ def derive(v: dict[str, float]) -> tuple[dict[str, str], dict[str, str]]:
     est = v.get("estimated_max_len")
     model = v.get("model") if isinstance(v.get("model"), str) else None
     kv_gib = available if available is not None else v.get("available_kv_gib")
-    fitted = _fit_max_model_len(model, kv_gib, mml) if model and kv_gib and not (est and est > 0) else None
+    want_fit = wanted is None or "max_model_len_fit" in wanted
+    fitted = _fit_max_model_len(model, kv_gib, mml) if want_fit and model and kv_gib and not (est and est > 0) else None
     if model:
         values["model"] = model  # fill() puts it where fix forms say MODEL
     if est and est > 0:
@@ -222,11 +231,11 @@ def clean_params(raw: dict[str, str]) -> dict[str, str]:
     return out
 
 
-def all_values(params: dict[str, str], context: dict[str, float]) -> tuple[dict[str, str], dict[str, str]]:
+def all_values(params: dict[str, str], context: dict[str, float], wanted: set[str] | None = None) -> tuple[dict[str, str], dict[str, str]]:
     """Placeholder values for fix templates: raw params, then derived ones (params beat context)."""
     nums = dict(context)
     nums.update(numbers(params))
-    values, notes = derive(nums)
+    values, notes = derive(nums, wanted)
     merged = {k: v for k, v in params.items()}
     merged.update(values)
     return merged, notes

@@ -276,3 +276,20 @@ def test_a_half_typed_identifier_still_finds_its_entry(entries, lunr, typed, exp
 def test_lunr_operators_in_a_paste_do_not_break_the_search(entries, lunr):
     line = "OutOfMemoryError('Error (input dumped to /tmp/x_20241219-093344.pkl): CUDA out of memory ~ ^ +1 `--gpu-memory-utilization`')"
     assert lunr([line])[0], "a paste with lunr operator characters must still return results"
+
+
+def test_captured_run_output_is_not_search_text(tmp_path):
+    """Reproduction logs are evidence in collapsed blocks, not page text: indexed, their EngineCore
+    and traceback lines outranked the entries those errors belong to."""
+    results = Path(__file__).resolve().parents[1] / "reproductions" / "results"
+    outputs = json.loads((results / "cpu.json").read_text())["entries"]
+    env = {**os.environ, "KVKB_KB_DIR": str(kb_dir()), "KVKB_RESULTS_DIR": str(results), "NO_MKDOCS_2_WARNING": "1"}
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "--site-dir", str(tmp_path / "s")],
+                          cwd=Path(__file__).resolve().parents[1], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    text = " ".join(d["text"] for d in json.loads((tmp_path / "s" / "search" / "search_index.json").read_text())["docs"])
+    marker = "Initializing a V1 LLM engine"  # in every captured vLLM run, in no entry's own text
+    assert any(marker in (run or {}).get("output", "") for e in outputs.values() for run in (e.get("broken"), e.get("fixed")))
+    assert marker not in text
+    page = (tmp_path / "s" / "errors" / "max-model-len-exceeds-kv-cache" / "index.html").read_text()
+    assert marker in page  # still on the page, in the collapsed block

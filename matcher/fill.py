@@ -61,19 +61,12 @@ def context_values(text: str) -> dict[str, float]:
 
 def shipped_config(model: str) -> tuple[str, dict] | None:
     """The config.json kvkb ships for this model id (or a local path ending in its name), if any."""
-    import os
+    from kvkb.fit import shipped_configs  # the package __init__ only: os, no pathlib, no arithmetic
 
-    import kvkb  # already imported (kbmatch is kvkb.matcher); no pathlib on this path
-
-    models_dir = os.path.join(os.path.dirname(kvkb.__file__), "fit", "models")
     want = model.rstrip("/").lower()
     tail = want.rsplit("/", 1)[-1]
-    hits = []
-    for name in sorted(os.listdir(models_dir)):
-        repo = name.replace("--", "/", 1)
-        path = os.path.join(models_dir, name, "config.json")
-        if os.path.isfile(path) and (repo.lower() == want or repo.lower().rsplit("/", 1)[-1] == tail):
-            hits.append((repo, path))
+    hits = [(repo, path) for repo, path in shipped_configs()
+            if repo.lower() == want or repo.lower().rsplit("/", 1)[-1] == tail]
     if len(hits) != 1:
         return None
     import json

@@ -13,7 +13,9 @@ from kvkb.fit.hfconfig import ModelShape, load_shape
 from kvkb.fit.kvspec import kv_layout
 from kvkb.fit.sizes import GiB, human_bytes
 
-MODELS_DIR = Path(__file__).resolve().parent / "models"
+from kvkb.fit import MODELS_PATH, shipped_configs
+
+MODELS_DIR = Path(MODELS_PATH)
 
 # Total memory as CUDA reports it (what vLLM multiplies by gpu_memory_utilization), not the
 # marketing size: reference/kv-sizing.md §5 and the "total capacity" of CUDA OOM messages.
@@ -35,7 +37,7 @@ MODEL_ORDER = (
 
 
 def shipped_models() -> list[tuple[str, ModelShape]]:
-    found = {d.name.replace("--", "/", 1): d for d in MODELS_DIR.iterdir() if (d / "config.json").is_file()}
+    found = {repo: Path(path).parent for repo, path in shipped_configs()}
     order = [m for m in MODEL_ORDER if m in found] + sorted(set(found) - set(MODEL_ORDER))
     out = []
     for name in order:

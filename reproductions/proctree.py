@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,7 @@ class RunResult:
     output: str
     duration_s: float
     timed_out: bool = False
+    interrupted: bool = False  # stopped because the whole verify was (Ctrl-C, SIGTERM)
     leftovers: list[str] = field(default_factory=list)  # "pid cmd" still alive after the kill
 
 
@@ -85,15 +87,17 @@ def run_isolated(
     timeout_s: float,
     log_path: Path,
     tick: Callable[[float], None] | None = None,
+    stop: threading.Event | None = None,
 ) -> RunResult:
-    """Run cmd with stdout+stderr to log_path; kill its whole session afterwards."""
+    """Run cmd with stdout+stderr to log_path; kill its whole session afterwards (also when `stop`
+    is set: another thread was interrupted)."""
     start = time.monotonic()
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
             cmd, env=env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
-        timed_out = False
+        timed_out = interrupted = False
         try:
             while True:
                 try:
@@ -106,14 +110,18 @@ def run_isolated(
                     if elapsed > timeout_s:
                         timed_out = True
                         break
+                    if stop is not None and stop.is_set():
+                        interrupted = True
+                        break
         finally:  # also on Ctrl-C: an interrupted verify must not leave an engine holding memory
             leftovers = kill_session(proc.pid)
             proc.wait()
     output = log_path.read_bytes().decode("utf-8", errors="replace")
     return RunResult(
-        exit_code=None if timed_out else proc.returncode,
+        exit_code=None if timed_out or interrupted else proc.returncode,
         output=output,
         duration_s=round(time.monotonic() - start, 1),
         timed_out=timed_out,
+        interrupted=interrupted,
         leftovers=leftovers,
     )

@@ -1,15 +1,33 @@
 """Progress lines while reproductions run, and the summary table at the end.
 
-On a terminal the current run's line counts up its elapsed seconds in place; elsewhere (CI logs)
-each run prints one plain line when it finishes, so logs stay readable.
+Each run prints one line when it finishes, numbered in finishing order ("[3/50] id fixed  PASS  37.2s").
+On a terminal, a last line counts up the elapsed seconds of the runs under way, in place; elsewhere
+(CI logs) nothing else is printed, so logs stay readable. Runs may finish from several threads.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 from typing import TextIO
 
 MARKS = {True: "PASS", False: "FAIL", None: "SKIP"}
+
+
+class Task:
+    """One run under way: call it with the elapsed seconds (the process runner's tick), then finish()."""
+
+    def __init__(self, progress: "Progress", label: str):
+        self.progress = progress
+        self.label = label
+        self.elapsed = 0.0
+
+    def __call__(self, elapsed: float) -> None:
+        self.elapsed = elapsed
+        self.progress._redraw()
+
+    def finish(self, passed: bool | None, seconds: float, reason: str = "") -> None:
+        self.progress._finish(self, passed, seconds, reason)
 
 
 class Progress:
@@ -18,31 +36,44 @@ class Progress:
         self.done = 0
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty() if tty is None else tty
-        self._label = ""
+        self._running: list[Task] = []
+        self._lock = threading.Lock()
 
-    def start(self, label: str):
-        """Begin a run; returns the tick(elapsed_s) callback for the process runner."""
-        self._label = f"[{self.done + 1}/{self.total}] {label}"
-        if self.tty:
-            self.stream.write(f"\r\033[K{self._label} ... 0s")
+    def start(self, label: str) -> Task:
+        task = Task(self, label)
+        with self._lock:
+            self._running.append(task)
+            self._status()
+        return task
+
+    def _status(self) -> None:
+        """The in-place line of runs under way (terminal only; the lock is held)."""
+        if not self.tty:
+            return
+        now = ", ".join(f"{t.label} {t.elapsed:.0f}s" for t in self._running)
+        line = f"[{self.done}/{self.total} done] {now}" if now else ""
+        self.stream.write(f"\r\033[K{line}")
+        self.stream.flush()
+
+    def _redraw(self) -> None:
+        with self._lock:
+            self._status()
+
+    def _finish(self, task: Task, passed: bool | None, seconds: float, reason: str) -> None:
+        with self._lock:
+            if task in self._running:
+                self._running.remove(task)
+            self.done += 1
+            line = f"[{self.done}/{self.total}] {task.label}  {MARKS[passed]}  {seconds:.1f}s" + (f"  ({reason})" if reason else "")
+            self.stream.write(("\r\033[K" if self.tty else "") + line + "\n")
+            self._status()
             self.stream.flush()
 
-        def tick(elapsed: float) -> None:
-            if self.tty:
-                self.stream.write(f"\r\033[K{self._label} ... {elapsed:.0f}s")
-                self.stream.flush()
-
-        return tick
-
-    def finish(self, passed: bool | None, seconds: float, reason: str = "") -> None:
-        self.done += 1
-        line = f"{self._label}  {MARKS[passed]}  {seconds:.1f}s" + (f"  ({reason})" if reason else "")
-        self.stream.write(("\r\033[K" if self.tty else "") + line + "\n")
-        self.stream.flush()
-
     def note(self, text: str) -> None:
-        self.stream.write(("\r\033[K" if self.tty else "") + text + "\n")
-        self.stream.flush()
+        with self._lock:
+            self.stream.write(("\r\033[K" if self.tty else "") + text + "\n")
+            self._status()
+            self.stream.flush()
 
 
 def summary_table(entries: dict[str, dict]) -> str:

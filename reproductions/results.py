@@ -1,6 +1,6 @@
 """The results file (reproductions/results/<backend>.json) the site reads for its verification badges.
 
-{"vllm_version": "0.32.0", "backend": "cpu", "device": "...", "date": "<UTC ISO>",
+{"vllm_version": "0.32.0", "backend": "cpu", "device": "...", "jobs": 2, "date": "<UTC ISO>",
  "entries": {"<id>": {"status": "pass"|"fail"|"skip", "duration_s": 41.2, "machine": {...},
     "model_dirs": {...}, "broken": {...}, "fixed": {...}, "fixes": {"<fix-id>": {...}}}}}
 """
@@ -51,13 +51,17 @@ def merge(previous: dict | None, fresh: dict) -> dict:
     return {**fresh, "entries": dict(sorted(entries.items()))}
 
 
+def read(path: Path) -> dict | None:
+    """The results file, or None when it is missing or not a results file."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def write(path: Path, fresh: dict) -> dict:
-    previous = None
-    if path.exists():
-        try:
-            previous = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            previous = None  # a corrupt file is replaced, not merged
+    previous = read(path)  # a corrupt file is replaced, not merged
     data = merge(previous, fresh)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")

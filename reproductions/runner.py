@@ -9,7 +9,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import queue
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,8 +106,12 @@ def _ballast_size(machine: Machine, backend: str) -> int:
     return ballast_bytes(node_memory(0), machine.ballast)
 
 
-def execute(run: PlannedRun, scenario: Scenario, machine: Machine, cfg: RunnerConfig, tick) -> tuple[RunResult, dict]:
-    """Run one program; returns the process result and facts about the machine it ran on."""
+def execute(run: PlannedRun, scenario: Scenario, machine: Machine, cfg: RunnerConfig, tick,
+            cores: str | None = None, stop: threading.Event | None = None) -> tuple[RunResult, dict]:
+    """Run one program; returns the process result and facts about the machine it ran on.
+
+    cores: the CPU cores this run's vLLM worker is bound to when runs share the host (None: vLLM's
+    own choice, which on every run is the same first cores)."""
     folder = cfg.workdir / scenario.entry
     folder.mkdir(parents=True, exist_ok=True)
     program = folder / f"{run.key}.py"
@@ -129,8 +136,12 @@ def execute(run: PlannedRun, scenario: Scenario, machine: Machine, cfg: RunnerCo
             mem = node_memory(0)
             facts["node_available_gib"] = round(mem.available / 2**30, 2)
             facts["node_total_gib"] = round(mem.total / 2**30, 2)
-        result = run_isolated(cmd, env=run_env(machine), cwd=folder, timeout_s=timeout,
-                              log_path=folder / f"{run.key}.log", tick=tick)
+        env = run_env(machine)
+        if cores is not None and "VLLM_CPU_OMP_THREADS_BIND" not in machine.env:
+            env["VLLM_CPU_OMP_THREADS_BIND"] = cores
+            facts["cores"] = cores
+        result = run_isolated(cmd, env=env, cwd=folder, timeout_s=timeout,
+                              log_path=folder / f"{run.key}.log", tick=tick, stop=stop)
     return result, facts
 
 
@@ -152,14 +163,11 @@ def _record(run: PlannedRun, result: RunResult, verdict: judge.Verdict, facts: d
     return record
 
 
-def verify_entry(entry: Entry, scenario: Scenario | None, cfg: RunnerConfig, progress: Progress) -> dict:
-    runs = plan(entry)
+def _unrunnable(entry: Entry, scenario: Scenario | None, cfg: RunnerConfig) -> tuple[Machine | None, dict | None]:
+    """(machine, None) when the entry can run here, else (None, its result: a failure or a skip)."""
     if scenario is None:
-        for run in runs:
-            progress.start(f"{entry.id} {run.key}")
-            progress.finish(False, 0.0, "no scenario")
-        return {"status": "fail", "reason": f"no scenario file reproductions/scenarios/{entry.id}.yaml",
-                "duration_s": 0.0}
+        return None, {"status": "fail", "reason": f"no scenario file reproductions/scenarios/{entry.id}.yaml",
+                      "duration_s": 0.0}
     machine = scenario.machine(cfg.backend)
     reason = None
     if machine is None:
@@ -172,11 +180,49 @@ def verify_entry(entry: Entry, scenario: Scenario | None, cfg: RunnerConfig, pro
         except BallastTooLarge as exc:
             reason = f"cannot play this machine here: {exc}"
     if reason:
-        for run in runs:
-            progress.start(f"{entry.id} {run.key}")
-            progress.finish(None, 0.0, reason)
-        return {"status": "skip", "reason": reason, "duration_s": 0.0}
+        return None, {"status": "skip", "reason": reason, "duration_s": 0.0}
+    return machine, None
 
+
+def _report_unrunnable(entry: Entry, result: dict, progress: Progress) -> None:
+    passed = False if result["status"] == "fail" else None
+    for run in plan(entry):
+        progress.start(f"{entry.id} {run.key}").finish(passed, 0.0, result["reason"])
+
+
+def run_one(entry: Entry, run: PlannedRun, scenario: Scenario, machine: Machine, cfg: RunnerConfig, task,
+            cores: str | None = None, stop: threading.Event | None = None) -> tuple[dict, judge.Verdict, float]:
+    """Run one program and judge it: (its record for the results file, the verdict, seconds)."""
+    result, facts = execute(run, scenario, machine, cfg, task, cores, stop)
+    matched = match_error = None
+    if run.kind != "fixed" and "refused" not in facts:
+        matched, match_error = kbmatch.top_match(cfg.workdir / entry.id / f"{run.key}.log", cfg.kb_dir)
+    if "refused" in facts:
+        verdict = judge.Verdict(False, facts["refused"])
+    elif result.interrupted:
+        verdict = judge.Verdict(False, "interrupted")
+    elif run.kind == "broken":
+        verdict = judge.judge_broken(scenario, result.exit_code, result.output, matched, match_error, cfg.backend)
+    elif run.kind == "fixed":
+        verdict = judge.judge_fixed(scenario, result.exit_code, result.output)
+    else:
+        verdict = judge.judge_ineffective(scenario, result.exit_code, result.output, matched, match_error,
+                                          cfg.backend)
+    if result.leftovers:
+        verdict = judge.Verdict(False, f"processes left behind: {result.leftovers}")
+    record = _record(run, result, verdict, facts, matched)
+    if run.kind == "fixed":
+        capacity = judge.parse_capacity(result.output)
+        record["kv_tokens"] = capacity.kv_tokens if capacity else None
+        record["max_concurrency"] = capacity.max_concurrency if capacity else None
+        record["max_model_len"] = capacity.max_model_len if capacity else None
+        record["generated_tokens"] = judge.generated_tokens(result.output)
+    return record, verdict, result.duration_s
+
+
+def assemble(entry: Entry, scenario: Scenario, machine: Machine, cfg: RunnerConfig,
+             outcomes: list[tuple[PlannedRun, dict, judge.Verdict]]) -> dict:
+    """The entry's result from its runs' outcomes (in plan order)."""
     out: dict = {
         "status": "fail",
         "duration_s": 0.0,
@@ -185,32 +231,9 @@ def verify_entry(entry: Entry, scenario: Scenario | None, cfg: RunnerConfig, pro
         "fixes": {},
     }
     fix_id = scenario.fix or entry.top_fix.id
-    all_passed = bool(runs)
-    for run in runs:
-        tick = progress.start(f"{entry.id} {run.key}")
-        result, facts = execute(run, scenario, machine, cfg, tick)
-        matched = match_error = None
-        if run.kind != "fixed" and "refused" not in facts:
-            matched, match_error = kbmatch.top_match(cfg.workdir / entry.id / f"{run.key}.log", cfg.kb_dir)
-        if "refused" in facts:
-            verdict = judge.Verdict(False, facts["refused"])
-        elif run.kind == "broken":
-            verdict = judge.judge_broken(scenario, result.exit_code, result.output, matched, match_error,
-                                         cfg.backend)
-        elif run.kind == "fixed":
-            verdict = judge.judge_fixed(scenario, result.exit_code, result.output)
-        else:
-            verdict = judge.judge_ineffective(scenario, result.exit_code, result.output, matched, match_error,
-                                              cfg.backend)
-        if result.leftovers:
-            verdict = judge.Verdict(False, f"processes left behind: {result.leftovers}")
-        record = _record(run, result, verdict, facts, matched)
+    all_passed = bool(outcomes)
+    for run, record, verdict in outcomes:
         if run.kind == "fixed":
-            capacity = judge.parse_capacity(result.output)
-            record["kv_tokens"] = capacity.kv_tokens if capacity else None
-            record["max_concurrency"] = capacity.max_concurrency if capacity else None
-            record["max_model_len"] = capacity.max_model_len if capacity else None
-            record["generated_tokens"] = judge.generated_tokens(result.output)
             record["fix"] = fix_id
             out["fixed"] = record
             out["fixes"][fix_id] = {"kind": "fix", "status": "verified" if verdict.passed else "unverified",
@@ -220,8 +243,129 @@ def verify_entry(entry: Entry, scenario: Scenario | None, cfg: RunnerConfig, pro
         else:
             out["fixes"][run.key] = {"kind": "ineffective", "status": "ineffective" if verdict.passed else "unverified",
                                      **record}
-        out["duration_s"] = round(out["duration_s"] + result.duration_s, 1)
+        out["duration_s"] = round(out["duration_s"] + record["duration_s"], 1)
         all_passed = all_passed and verdict.passed
-        progress.finish(verdict.passed, result.duration_s, "" if verdict.passed else verdict.reason)
     out["status"] = "pass" if all_passed else "fail"
     return out
+
+
+def _finish(task, verdict: judge.Verdict, seconds: float) -> None:
+    task.finish(verdict.passed, seconds, "" if verdict.passed else verdict.reason)
+
+
+def verify_entry(entry: Entry, scenario: Scenario | None, cfg: RunnerConfig, progress: Progress) -> dict:
+    """One entry's runs, one after another."""
+    machine, unrunnable = _unrunnable(entry, scenario, cfg)
+    if unrunnable:
+        _report_unrunnable(entry, unrunnable, progress)
+        return unrunnable
+    outcomes = []
+    for run in plan(entry):
+        task = progress.start(f"{entry.id} {run.key}")
+        record, verdict, seconds = run_one(entry, run, scenario, machine, cfg, task)
+        _finish(task, verdict, seconds)
+        outcomes.append((run, record, verdict))
+    return assemble(entry, scenario, machine, cfg, outcomes)
+
+
+def core_slices(jobs: int, cpus: int | None = None) -> list[str | None]:
+    """VLLM_CPU_OMP_THREADS_BIND for each of `jobs` concurrent runs: disjoint core ranges, so two
+    workers do not both pin themselves to core 0 (vLLM's automatic choice for every run).
+    One job keeps vLLM's own choice."""
+    cpus = cpus or os.cpu_count() or 1
+    if jobs <= 1:
+        return [None]
+    jobs = min(jobs, cpus)
+    out = []
+    for k in range(jobs):
+        lo, hi = k * cpus // jobs, (k + 1) * cpus // jobs - 1
+        out.append(str(lo) if lo == hi else f"{lo}-{hi}")
+    return out
+
+
+def expected_seconds(results: dict | None) -> dict[tuple[str, str], float]:
+    """Per-run durations from an earlier results file, to start the longest runs first."""
+    out: dict[tuple[str, str], float] = {}
+    for entry_id, r in ((results or {}).get("entries") or {}).items():
+        if not isinstance(r, dict):
+            continue
+        for key in ("broken", "fixed"):
+            if isinstance(r.get(key), dict) and isinstance(r[key].get("duration_s"), (int, float)):
+                out[(entry_id, key)] = float(r[key]["duration_s"])
+        for key, f in (r.get("fixes") or {}).items():
+            if isinstance(f, dict) and f.get("kind") == "ineffective" and isinstance(f.get("duration_s"), (int, float)):
+                out[(entry_id, key)] = float(f["duration_s"])
+    return out
+
+
+DEFAULT_EXPECTED_S = 60.0
+
+
+def verify_many(items: list[tuple[Entry, Scenario | None]], cfg: RunnerConfig, progress: Progress, jobs: int = 1,
+                expected: dict[tuple[str, str], float] | None = None, on_entry=None) -> dict[str, dict]:
+    """Every entry's runs, `jobs` at a time, longest first. A machine with a ballast (it measures
+    the host's free memory) runs alone, after the others. on_entry(id, result) is called, in this
+    thread, as soon as an entry's last run is judged."""
+    expected = expected or {}
+    results: dict[str, dict] = {}
+    pending: dict[str, dict] = {}  # entry id -> {"outcomes": {run key: outcome}, "left": n, ...}
+    shared, alone = [], []
+    for entry, scenario in items:
+        machine, unrunnable = _unrunnable(entry, scenario, cfg)
+        if unrunnable:
+            _report_unrunnable(entry, unrunnable, progress)
+            results[entry.id] = unrunnable
+            if on_entry:
+                on_entry(entry.id, unrunnable)
+            continue
+        runs = plan(entry)
+        pending[entry.id] = {"entry": entry, "scenario": scenario, "machine": machine, "runs": runs,
+                             "outcomes": {}, "left": len(runs)}
+        for run in runs:
+            (alone if machine.ballast else shared).append((entry.id, run))
+    shared.sort(key=lambda t: -expected.get((t[0], t[1].key), DEFAULT_EXPECTED_S))
+
+    def complete(entry_id: str, run: PlannedRun, outcome) -> None:
+        state = pending[entry_id]
+        state["outcomes"][run.key] = outcome
+        state["left"] -= 1
+        if state["left"] == 0:
+            outcomes = [(r, *state["outcomes"][r.key]) for r in state["runs"]]
+            result = assemble(state["entry"], state["scenario"], state["machine"], cfg, outcomes)
+            results[entry_id] = result
+            if on_entry:
+                on_entry(entry_id, result)
+
+    stop = threading.Event()
+    slots: queue.SimpleQueue = queue.SimpleQueue()
+    cores = core_slices(jobs) if cfg.backend == "cpu" else [None] * max(1, jobs)
+    for c in cores:
+        slots.put(c)
+
+    def work(entry_id: str, run: PlannedRun, bind: bool = True):
+        state = pending[entry_id]
+        task = progress.start(f"{entry_id} {run.key}")
+        core = slots.get() if bind else None
+        try:
+            record, verdict, seconds = run_one(state["entry"], run, state["scenario"], state["machine"], cfg, task,
+                                               core, stop)
+        finally:
+            if bind:
+                slots.put(core)
+        _finish(task, verdict, seconds)
+        return record, verdict
+
+    pool = ThreadPoolExecutor(max_workers=len(cores), thread_name_prefix="verify")
+    try:
+        futures = {pool.submit(work, entry_id, run): (entry_id, run) for entry_id, run in shared}
+        for fut in as_completed(futures):
+            entry_id, run = futures[fut]
+            complete(entry_id, run, fut.result())
+        for entry_id, run in alone:  # nothing else runs meanwhile
+            complete(entry_id, run, work(entry_id, run, bind=False))
+    except BaseException:
+        stop.set()  # running programs' process trees are killed within about a second
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    return {e.id: results[e.id] for e, _ in items if e.id in results}

@@ -2,6 +2,7 @@
 
 import os
 import sys
+import threading
 import time
 
 from kvkb.reproductions.proctree import kill_session, run_isolated, session_members
@@ -44,6 +45,18 @@ def test_timeout_kills_and_reports(tmp_path):
     assert result.timed_out and result.exit_code is None
     assert "start" in result.output
     assert ticks and result.duration_s < 20
+
+
+def test_stop_event_kills_the_tree_and_reports_an_interruption(tmp_path):
+    """Another thread's Ctrl-C (verify runs several programs at once) stops this run too."""
+    stop = threading.Event()
+    threading.Timer(0.5, stop.set).start()
+    start = time.monotonic()
+    result = run_isolated([sys.executable, "-c", LEAVER.replace("sys.exit(3)", "import time; time.sleep(60)")],
+                          env=dict(os.environ), cwd=tmp_path, timeout_s=60, log_path=tmp_path / "o.log", stop=stop)
+    assert result.interrupted and not result.timed_out and result.exit_code is None
+    assert result.leftovers == [] and time.monotonic() - start < 15
+    assert not _alive(int(result.output.split()[1]))
 
 
 def test_output_is_captured_with_stderr(tmp_path):

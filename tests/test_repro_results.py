@@ -43,19 +43,30 @@ def test_utc_date_form():
 def test_plain_progress_prints_one_line_per_run():
     stream = io.StringIO()
     p = Progress(2, stream=stream, tty=False)
-    tick = p.start("e broken")
-    tick(3.0)  # no output off a terminal
-    p.finish(True, 3.2)
-    p.start("e fixed")
-    p.finish(False, 1.0, "exited 1")
+    task = p.start("e broken")
+    task(3.0)  # no output off a terminal
+    task.finish(True, 3.2)
+    p.start("e fixed").finish(False, 1.0, "exited 1")
     assert stream.getvalue().splitlines() == ["[1/2] e broken  PASS  3.2s", "[2/2] e fixed  FAIL  1.0s  (exited 1)"]
 
 
-def test_tty_progress_counts_up_in_place():
+def test_concurrent_runs_are_numbered_as_they_finish():
     stream = io.StringIO()
-    p = Progress(1, stream=stream, tty=True)
-    p.start("e broken")(12.4)
-    assert "\r\033[K[1/1] e broken ... 12s" in stream.getvalue()
+    p = Progress(2, stream=stream, tty=False)
+    a, b = p.start("a fixed"), p.start("b broken")
+    b.finish(True, 1.0)
+    a.finish(True, 2.0)
+    assert stream.getvalue().splitlines() == ["[1/2] b broken  PASS  1.0s", "[2/2] a fixed  PASS  2.0s"]
+
+
+def test_tty_progress_counts_up_the_runs_under_way_in_place():
+    stream = io.StringIO()
+    p = Progress(2, stream=stream, tty=True)
+    a, b = p.start("e broken"), p.start("f fixed")
+    a(12.4)
+    assert stream.getvalue().endswith("\r\033[K[0/2 done] e broken 12s, f fixed 0s")
+    a.finish(True, 12.5)
+    assert stream.getvalue().endswith("\r\033[K[1/2] e broken  PASS  12.5s\n\r\033[K[1/2 done] f fixed 0s")
 
 
 def test_summary_table():

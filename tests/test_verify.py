@@ -105,7 +105,9 @@ def test_full_run_against_fake_vllm(one_entry_kb, fake_vllm, tmp_path, capsys):
     assert r["machine"]["llm_kwargs"]["kv_cache_memory_bytes"] == 67108864
     assert r["model_dirs"] == {"Qwen/Qwen2.5-0.5B-Instruct": "reproductions/models/qwen2.5-0.5b-instruct"}
     # progress lines (plain, not a TTY) and the summary table
-    assert f"[1/3] {ENTRY} broken  PASS" in err
+    lines = [l for l in err.splitlines() if l.startswith("[")]
+    assert sorted(l.split("  ")[0][6:] for l in lines) == [f"{ENTRY} broken", f"{ENTRY} fixed", f"{ENTRY} max-seq-len-kwarg"]
+    assert [l[:5] for l in lines] == ["[1/3]", "[2/3]", "[3/3]"]  # numbered in finishing order
     assert "ineffective" in out and "1/1" in out
 
 

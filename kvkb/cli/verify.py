@@ -1,4 +1,4 @@
-"""`kvkb verify [ID...] [--backend cpu|cuda] [--python PATH] [--results PATH] [--timeout S]`
+"""`kvkb verify [ID...] [--backend cpu|cuda] [--python PATH] [--results PATH] [--timeout S] [--jobs N]`
 
 Runs every entry's broken code, fixed code and ineffective fixes' code against real vLLM under the
 entry's scenario (reproductions/scenarios/<id>.yaml) and writes the results file the site reads.
@@ -26,6 +26,9 @@ def add_parser(sub) -> None:
     p.add_argument("--results", type=Path, metavar="PATH",
                    help="results file (default reproductions/results/<backend>.json)")
     p.add_argument("--timeout", type=float, metavar="S", help="seconds per run (default: the scenario's)")
+    p.add_argument("--jobs", type=int, metavar="N",
+                   help="runs at once (default on cpu: 2 when the host has 2 cores or more, each run's "
+                        "vLLM worker bound to its own cores; cuda: 1, every run needs the GPU to itself)")
     p.add_argument("--workdir", type=Path, metavar="DIR",
                    help="where programs and full logs go (default .artifacts/reproductions/<backend>)")
     p.set_defaults(run=run)
@@ -65,11 +68,16 @@ def _cleanup_on_signals() -> None:
 def run(args) -> int:
     from kvkb.reproductions import results as results_mod
     from kvkb.reproductions.progress import Progress, summary_table
-    from kvkb.reproductions.runner import RunnerConfig, has_reproduction, plan, verify_entry
+    from kvkb.reproductions.runner import RunnerConfig, expected_seconds, has_reproduction, plan, verify_many
     from kvkb.reproductions.scenario import ScenarioError, load_scenarios
 
     if args.timeout is not None and args.timeout <= 0:
         return _usage("--timeout must be a positive number of seconds")
+    if args.jobs is not None and args.jobs < 1:
+        return _usage("--jobs must be at least 1")
+    if args.backend == "cuda" and (args.jobs or 1) > 1:
+        return _usage("--jobs must be 1 on cuda: each run needs a clean GPU to itself")
+    jobs = args.jobs or (min(2, os.cpu_count() or 1) if args.backend == "cpu" else 1)
     kb = load_kb()
     for problem in kb.problems:
         print(f"kvkb verify: warning: {problem.format()}", file=sys.stderr)
@@ -114,21 +122,28 @@ def run(args) -> int:
                        kb_dir=kb_dir())
     total_runs = sum(len(plan(kb.entries[i])) for i in selected)
     progress = Progress(total_runs)
-    progress.note(f"kvkb verify: {len(selected)} entries, {total_runs} runs, vLLM {version} ({args.backend}) "
-                  f"with {python}")
+    progress.note(f"kvkb verify: {len(selected)} entries, {total_runs} runs, {jobs} at a time, vLLM {version} "
+                  f"({args.backend}) with {python}")
     path = args.results or results_mod.default_path(args.backend)
+    # durations of an earlier run (this results file, else the committed one) put the longest runs first
+    expected = expected_seconds(results_mod.read(path) or results_mod.read(results_mod.default_path(args.backend)))
     _cleanup_on_signals()
-    entries = {}
-    for entry_id in selected:
-        entries[entry_id] = verify_entry(kb.entries[entry_id], scenarios.get(entry_id), cfg, progress)
+    write_error: list[str] = []
+
+    def save(entry_id: str, result: dict) -> None:
         # written after every entry: an interrupted run keeps what it proved (merged by entry)
-        fresh = {"vllm_version": version, "backend": args.backend, "device": device,
-                 "date": results_mod.utc_now(), "entries": {entry_id: entries[entry_id]}}
+        fresh = {"vllm_version": version, "backend": args.backend, "device": device, "jobs": jobs,
+                 "date": results_mod.utc_now(), "entries": {entry_id: result}}
         try:
             results_mod.write(path, fresh)
         except OSError as exc:
-            print(f"kvkb verify: cannot write {path}: {exc.strerror or exc}", file=sys.stderr)
-            return 2
+            write_error.append(f"cannot write {path}: {exc.strerror or exc}")
+
+    items = [(kb.entries[i], scenarios.get(i)) for i in selected]
+    entries = verify_many(items, cfg, progress, jobs=jobs, expected=expected, on_entry=save)
+    if write_error:
+        print(f"kvkb verify: {write_error[0]}", file=sys.stderr)
+        return 2
     print(summary_table(entries))
     print(f"\nresults: {path}   logs: {workdir}")
     failed = [i for i, r in entries.items() if r["status"] == "fail"]

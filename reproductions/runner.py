@@ -220,7 +220,7 @@ def run_one(entry: Entry, run: PlannedRun, scenario: Scenario, machine: Machine,
     return record, verdict, result.duration_s
 
 
-def assemble(entry: Entry, scenario: Scenario, machine: Machine, cfg: RunnerConfig,
+def assemble(entry: Entry, scenario: Scenario, machine: Machine,
              outcomes: list[tuple[PlannedRun, dict, judge.Verdict]]) -> dict:
     """The entry's result from its runs' outcomes (in plan order)."""
     out: dict = {
@@ -247,25 +247,6 @@ def assemble(entry: Entry, scenario: Scenario, machine: Machine, cfg: RunnerConf
         all_passed = all_passed and verdict.passed
     out["status"] = "pass" if all_passed else "fail"
     return out
-
-
-def _finish(task, verdict: judge.Verdict, seconds: float) -> None:
-    task.finish(verdict.passed, seconds, "" if verdict.passed else verdict.reason)
-
-
-def verify_entry(entry: Entry, scenario: Scenario | None, cfg: RunnerConfig, progress: Progress) -> dict:
-    """One entry's runs, one after another."""
-    machine, unrunnable = _unrunnable(entry, scenario, cfg)
-    if unrunnable:
-        _report_unrunnable(entry, unrunnable, progress)
-        return unrunnable
-    outcomes = []
-    for run in plan(entry):
-        task = progress.start(f"{entry.id} {run.key}")
-        record, verdict, seconds = run_one(entry, run, scenario, machine, cfg, task)
-        _finish(task, verdict, seconds)
-        outcomes.append((run, record, verdict))
-    return assemble(entry, scenario, machine, cfg, outcomes)
 
 
 def core_slices(jobs: int, cpus: int | None = None) -> list[str | None]:
@@ -331,7 +312,7 @@ def verify_many(items: list[tuple[Entry, Scenario | None]], cfg: RunnerConfig, p
         state["left"] -= 1
         if state["left"] == 0:
             outcomes = [(r, *state["outcomes"][r.key]) for r in state["runs"]]
-            result = assemble(state["entry"], state["scenario"], state["machine"], cfg, outcomes)
+            result = assemble(state["entry"], state["scenario"], state["machine"], outcomes)
             results[entry_id] = result
             if on_entry:
                 on_entry(entry_id, result)
@@ -352,7 +333,7 @@ def verify_many(items: list[tuple[Entry, Scenario | None]], cfg: RunnerConfig, p
         finally:
             if bind:
                 slots.put(core)
-        _finish(task, verdict, seconds)
+        task.finish(verdict.passed, seconds, "" if verdict.passed else verdict.reason)
         return record, verdict
 
     pool = ThreadPoolExecutor(max_workers=len(cores), thread_name_prefix="verify")

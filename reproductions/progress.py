@@ -7,6 +7,7 @@ On a terminal, a last line counts up the elapsed seconds of the runs under way, 
 
 from __future__ import annotations
 
+import shutil
 import sys
 import threading
 from typing import TextIO
@@ -52,7 +53,9 @@ class Progress:
             return
         now = ", ".join(f"{t.label} {t.elapsed:.0f}s" for t in self._running)
         line = f"[{self.done}/{self.total} done] {now}" if now else ""
-        self.stream.write(f"\r\033[K{line}")
+        # a line wider than the terminal wraps, and \r would then redraw only its last row
+        width = shutil.get_terminal_size((120, 24)).columns - 1
+        self.stream.write(f"\r\033[K{line[:width]}")
         self.stream.flush()
 
     def _redraw(self) -> None:

@@ -59,7 +59,8 @@ def test_concurrent_runs_are_numbered_as_they_finish():
     assert stream.getvalue().splitlines() == ["[1/2] b broken  PASS  1.0s", "[2/2] a fixed  PASS  2.0s"]
 
 
-def test_tty_progress_counts_up_the_runs_under_way_in_place():
+def test_tty_progress_counts_up_the_runs_under_way_in_place(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
     stream = io.StringIO()
     p = Progress(2, stream=stream, tty=True)
     a, b = p.start("e broken"), p.start("f fixed")
@@ -67,6 +68,16 @@ def test_tty_progress_counts_up_the_runs_under_way_in_place():
     assert stream.getvalue().endswith("\r\033[K[0/2 done] e broken 12s, f fixed 0s")
     a.finish(True, 12.5)
     assert stream.getvalue().endswith("\r\033[K[1/2] e broken  PASS  12.5s\n\r\033[K[1/2 done] f fixed 0s")
+
+
+def test_tty_status_line_fits_the_terminal(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "30")
+    stream = io.StringIO()
+    p = Progress(2, stream=stream, tty=True)
+    p.start("a-very-long-entry-id fixed")
+    p.start("another-long-entry-id broken")(5)
+    last = stream.getvalue().rsplit("\r\033[K", 1)[1]
+    assert last == "[0/2 done] a-very-long-entry"  # 29 columns: no wrap for \r to trip over
 
 
 def test_summary_table():

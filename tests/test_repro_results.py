@@ -77,7 +77,7 @@ def test_tty_status_line_fits_the_terminal(monkeypatch):
     p.start("a-very-long-entry-id fixed")
     p.start("another-long-entry-id broken")(5)
     last = stream.getvalue().rsplit("\r\033[K", 1)[1]
-    assert last == "[0/2 done] a-very-long-entry"  # 29 columns: no wrap for \r to trip over
+    assert last == "[0/2 done] a-very-long-entry-"  # 29 columns: no wrap for \r to trip over
 
 
 def test_summary_table():

@@ -15,9 +15,12 @@ from .params import DERIVED
 ENGINE_CALLS = {"LLM", "LLMEngine", "AsyncLLMEngine", "AsyncLLM", "from_engine_args"}
 
 
-def _pos(kb: KB, entry_id: str, path: tuple) -> tuple[int, int]:
+def _pos(kb: KB, entry_id: str, path: tuple, inner: tuple[int, int] | None = None) -> tuple[int, int]:
+    """Where path is in the entry's file; inner (line, column) points inside a literal block."""
     located = kb.located.get(entry_id)
-    return located.where(path) if located else (1, 1)
+    if not located:
+        return (1, 1)
+    return located.where_inside(path, *inner) if inner else located.where(path)
 
 
 def lint_kb(kb: KB, with_matcher: bool = True, only: set[str] | None = None) -> list[Problem]:
@@ -29,8 +32,8 @@ def lint_kb(kb: KB, with_matcher: bool = True, only: set[str] | None = None) -> 
             continue
         shown = _shown(kb.files[eid])
 
-        def add(path: tuple, code: str, msg: str) -> None:
-            line, col = _pos(kb, eid, path)
+        def add(path: tuple, code: str, msg: str, inner: tuple[int, int] | None = None) -> None:
+            line, col = _pos(kb, eid, path, inner)
             problems.append(Problem(shown, line, col, code, msg))
 
         lint_entry(entry, add, known_ids=set(kb.entries))
@@ -74,12 +77,12 @@ def lint_entry(entry: Entry, add, known_ids: set[str]) -> None:
         _fix_params(add, ("ineffective", fi), fix, known_params)
         if not fix.code:
             add(("ineffective", fi), "KB051", f"ineffective fix '{fix.id}' has no 'code' to prove it")
-        elif msg := code_problem(fix.code):
-            add(("ineffective", fi, "code"), "KB052", f"ineffective fix '{fix.id}' code: {msg}")
+        elif found := code_check(fix.code):
+            add(("ineffective", fi, "code"), "KB052", f"ineffective fix '{fix.id}' code: {found[0]}", found[1])
     for field in ("broken_code", "fixed_code"):
         src = getattr(entry, field)
-        if src is not None and (msg := code_problem(src)):
-            add((field,), "KB052", f"{field}: {msg}")
+        if src is not None and (found := code_check(src)):
+            add((field,), "KB052", f"{field}: {found[0]}", found[1])
 
     for ri, rel in enumerate(entry.related):
         if rel.id == entry.id:
@@ -105,19 +108,30 @@ def _fix_params(add, path: tuple, fix, known: set[str]) -> None:
 
 def code_problem(src: str) -> str | None:
     """Why a program cannot be run by the reproduction runner, or None."""
+    found = code_check(src)
+    return found[0] if found else None
+
+
+def code_check(src: str) -> tuple[str, tuple[int, int] | None] | None:
+    """(why the program cannot run, its (line, column) in the program if one is to blame), or None."""
     try:
         tree = ast.parse(src)
     except SyntaxError as exc:
-        return f"not valid Python: {exc.msg} (line {exc.lineno})"
+        where = (exc.lineno, exc.offset or 1) if exc.lineno else None
+        return f"not valid Python: {exc.msg} (line {exc.lineno})", where
     guards = [node for node in tree.body if isinstance(node, ast.If) and _is_main_test(node.test)]
     if not guards:
-        return "no `if __name__ == \"__main__\":` guard (vLLM spawns processes that re-import the script)"
+        calls = [c for c in ast.walk(tree) if isinstance(c, ast.Call) and _call_name(c) in ENGINE_CALLS]
+        first = min(calls, key=lambda c: (c.lineno, c.col_offset), default=None)
+        return ("no `if __name__ == \"__main__\":` guard (vLLM spawns processes that re-import the script)",
+                (first.lineno, first.col_offset + 1) if first else None)
     for node in tree.body:
         if node in guards or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
         for call in ast.walk(node):
             if isinstance(call, ast.Call) and _call_name(call) in ENGINE_CALLS:
-                return f"starts the engine ({_call_name(call)}, line {call.lineno}) outside the `if __name__ == \"__main__\":` guard"
+                return (f"starts the engine ({_call_name(call)}, line {call.lineno}) outside the "
+                        "`if __name__ == \"__main__\":` guard", (call.lineno, call.col_offset + 1))
     return None
 
 

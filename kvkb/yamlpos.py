@@ -21,6 +21,16 @@ class Located:
     # (key path) -> (line, column), both 1-based; the key's own position for mapping values
     marks: dict[Path_, tuple[int, int]] = field(default_factory=dict)
     duplicate_keys: list[tuple[Path_, tuple[int, int]]] = field(default_factory=list)
+    # literal block scalars (`key: |`): path -> (line of the value's first line, column of its
+    # indentation), so a problem inside embedded code can point at its own line
+    blocks: dict[Path_, tuple[int, int]] = field(default_factory=dict)
+
+    def where_inside(self, path: Path_, line: int, column: int = 1) -> tuple[int, int]:
+        """Position of line/column (1-based) inside the literal block at path; else where(path)."""
+        if path in self.blocks and line >= 1:
+            first, indent = self.blocks[path]
+            return first + line - 1, indent + column - 1
+        return self.where(path)
 
     def where(self, path: Path_) -> tuple[int, int]:
         """Position of the deepest known prefix of path (errors often point inside a value)."""
@@ -58,6 +68,7 @@ def load(text: str) -> Located:
     located = Located(data)
     if node is not None:
         _walk(node, (), located)
+        _find_blocks(node, (), located, text.splitlines())
     return located
 
 
@@ -75,6 +86,27 @@ def _check_depth(text: str) -> None:
                 raise YamlSyntaxError(f"nested more than {MAX_DEPTH} levels deep", mark.line + 1, mark.column + 1)
         elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
             depth -= 1
+
+
+def _find_blocks(node: yaml.Node, path: Path_, out: Located, lines: list[str], done: set[int] | None = None) -> None:
+    """Record where each literal block scalar's text starts. Each node is visited once, as in
+    _walk: aliases share nodes, and following them again would take exponential time."""
+    done = set() if done is None else done
+    if id(node) in done:
+        return
+    done.add(id(node))
+    if isinstance(node, yaml.ScalarNode):
+        if node.style == "|":
+            first = node.start_mark.line + 2  # the text starts on the line after the `|` indicator
+            indent = next((len(l) - len(l.lstrip(" ")) for l in lines[first - 1 : node.end_mark.line + 1] if l.strip()), 0)
+            out.blocks[path] = (first, indent + 1)
+    elif isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            if isinstance(key_node, yaml.ScalarNode):
+                _find_blocks(value_node, path + (key_node.value,), out, lines, done)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _find_blocks(item, path + (i,), out, lines, done)
 
 
 def _walk(node: yaml.Node, path: Path_, out: Located, done: set[int] | None = None) -> None:

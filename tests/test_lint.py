@@ -33,7 +33,8 @@ EXPECTED = [
     ("kb042-sample-mismatch", "KB042", 17, 9, "max sequence len"),
     ("kb050-unknown-fix-placeholder", "KB050", 26, 9, "{max_model_len_fits}"),
     ("kb051-ineffective-without-code", "KB051", 29, 5, "- id: max-seq-len-kwarg"),
-    ("kb052-code-without-main-guard", "KB052", 39, 1, "broken_code: |"),
+    # inside the code: the engine call that runs on import, at its own line and column
+    ("kb052-code-without-main-guard", "KB052", 42, 3, '  LLM(model="MODEL")'),
 ]
 REQUIRED = {"KB001", "KB002", "KB003", "KB010", "KB011", "KB012", "KB013", "KB020", "KB021", "KB022", "KB030",
             "KB040", "KB041", "KB042", "KB050", "KB051", "KB052"}
@@ -59,6 +60,37 @@ def test_each_broken_entry_fails_with_its_code_at_its_line(name, code, line, col
     assert [(p.code, p.line, p.column) for p in problems] == [(code, line, column)]
     if text is not None:
         assert text in path.read_text().splitlines()[line - 1]
+
+
+@pytest.mark.parametrize(
+    "program, line, column, message",
+    [
+        # the engine starts at import time: the call itself, at its line and column in the file
+        ['from vllm import LLM\nif __name__ == "__main__":\n    pass\nllm = LLM(model="m")\n', 43, 9, "outside"],
+        # a syntax error: where Python stops (the unclosed parenthesis)
+        ['if __name__ == "__main__":\n    print(1\n', 41, 12, "not valid Python"],
+        # no guard and no engine call to blame: the key itself
+        ['print("hello")\n', 39, 1, "guard"],
+    ],
+)
+def test_code_problems_point_inside_the_block(tmp_path, program, line, column, message):
+    base = (FIXTURES / "ok-baseline.yaml").read_text()
+    head, rest = base.split("broken_code: |\n", 1)
+    indented = "".join("  " + l if l.strip() else l for l in program.splitlines(keepends=True))
+    path = tmp_path / "ok-baseline.yaml"
+    path.write_text(head + "broken_code: |\n" + indented + rest[rest.index("verify:"):])
+    (problem,), _ = lint_paths([path], with_matcher=False)
+    assert problem.code == "KB052" and message in problem.message
+    assert (problem.line, problem.column) == (line, column)
+
+
+def test_ineffective_fix_code_points_inside_its_block(tmp_path):
+    base = (FIXTURES / "ok-baseline.yaml").read_text()
+    path = tmp_path / "ok-baseline.yaml"
+    path.write_text(base.replace('          LLM(model="MODEL", max_seq_len=8192)\n', '          LLM(model="MODEL", max_seq_len=8192\n'))
+    (problem,), _ = lint_paths([path], with_matcher=False)
+    assert problem.code == "KB052" and "ineffective fix 'max-seq-len-kwarg'" in problem.message
+    assert problem.line == 38 and path.read_text().splitlines()[37][problem.column - 1] == "("
 
 
 def test_unknown_key_suggests_the_known_one():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,8 +68,7 @@ def load(text: str) -> Located:
         raise YamlSyntaxError(f"cannot build a value: {exc} (quote it to keep it a string)", 1, 1) from None
     located = Located(data)
     if node is not None:
-        _walk(node, (), located)
-        _find_blocks(node, (), located, text.splitlines())
+        _walk(node, (), located, lines=text.splitlines())
     return located
 
 
@@ -88,28 +88,7 @@ def _check_depth(text: str) -> None:
             depth -= 1
 
 
-def _find_blocks(node: yaml.Node, path: Path_, out: Located, lines: list[str], done: set[int] | None = None) -> None:
-    """Record where each literal block scalar's text starts. Each node is visited once, as in
-    _walk: aliases share nodes, and following them again would take exponential time."""
-    done = set() if done is None else done
-    if id(node) in done:
-        return
-    done.add(id(node))
-    if isinstance(node, yaml.ScalarNode):
-        if node.style == "|":
-            first = node.start_mark.line + 2  # the text starts on the line after the `|` indicator
-            indent = next((len(l) - len(l.lstrip(" ")) for l in lines[first - 1 : node.end_mark.line + 1] if l.strip()), 0)
-            out.blocks[path] = (first, indent + 1)
-    elif isinstance(node, yaml.MappingNode):
-        for key_node, value_node in node.value:
-            if isinstance(key_node, yaml.ScalarNode):
-                _find_blocks(value_node, path + (key_node.value,), out, lines, done)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _find_blocks(item, path + (i,), out, lines, done)
-
-
-def _walk(node: yaml.Node, path: Path_, out: Located, done: set[int] | None = None) -> None:
+def _walk(node: yaml.Node, path: Path_, out: Located, done: set[int] | None = None, lines: Sequence[str] = ()) -> None:
     # Each node is walked once: an alias (*a) re-uses its anchor's node, so walking it again would
     # loop forever on a self-referencing anchor and take exponential time on nested aliases
     # ("billion laughs"). Paths reached through an alias fall back to the alias's own position.
@@ -118,7 +97,12 @@ def _walk(node: yaml.Node, path: Path_, out: Located, done: set[int] | None = No
     if id(node) in done:
         return
     done.add(id(node))
-    if isinstance(node, yaml.MappingNode):
+    if isinstance(node, yaml.ScalarNode) and node.style == "|":
+        # a literal block: its text starts on the line after the `|`, at the block's indentation
+        first = node.start_mark.line + 2
+        indent = next((len(l) - len(l.lstrip(" ")) for l in lines[first - 1 : node.end_mark.line + 1] if l.strip()), 0)
+        out.blocks[path] = (first, indent + 1)
+    elif isinstance(node, yaml.MappingNode):
         seen: set[str] = set()
         for key_node, value_node in node.value:
             if not isinstance(key_node, yaml.ScalarNode):
@@ -130,8 +114,8 @@ def _walk(node: yaml.Node, path: Path_, out: Located, done: set[int] | None = No
                 out.duplicate_keys.append((child, pos))
             seen.add(key)
             out.marks[child] = pos  # PyYAML keeps the last of duplicate keys; so do we
-            _walk(value_node, child, out, done)
+            _walk(value_node, child, out, done, lines)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
             out.marks[path + (i,)] = (item.start_mark.line + 1, item.start_mark.column + 1)
-            _walk(item, path + (i,), out, done)
+            _walk(item, path + (i,), out, done, lines)

@@ -191,8 +191,8 @@ def _report_unrunnable(entry: Entry, result: dict, progress: Progress) -> None:
 
 
 def run_one(entry: Entry, run: PlannedRun, scenario: Scenario, machine: Machine, cfg: RunnerConfig, task,
-            cores: str | None = None, stop: threading.Event | None = None) -> tuple[dict, judge.Verdict, float]:
-    """Run one program and judge it: (its record for the results file, the verdict, seconds)."""
+            cores: str | None = None, stop: threading.Event | None = None) -> tuple[dict, judge.Verdict]:
+    """Run one program and judge it: (its record for the results file, the verdict)."""
     result, facts = execute(run, scenario, machine, cfg, task, cores, stop)
     matched = match_error = None
     if run.kind != "fixed" and "refused" not in facts:
@@ -217,7 +217,7 @@ def run_one(entry: Entry, run: PlannedRun, scenario: Scenario, machine: Machine,
         record["max_concurrency"] = capacity.max_concurrency if capacity else None
         record["max_model_len"] = capacity.max_model_len if capacity else None
         record["generated_tokens"] = judge.generated_tokens(result.output)
-    return record, verdict, result.duration_s
+    return record, verdict
 
 
 def assemble(entry: Entry, scenario: Scenario, machine: Machine,
@@ -289,7 +289,7 @@ def verify_many(items: list[tuple[Entry, Scenario | None]], cfg: RunnerConfig, p
     thread, as soon as an entry's last run is judged."""
     expected = expected or {}
     results: dict[str, dict] = {}
-    pending: dict[str, dict] = {}  # entry id -> {"outcomes": {run key: outcome}, "left": n, ...}
+    pending: dict[str, dict] = {}  # entry id -> its entry, scenario, machine, runs and {run key: outcome}
     shared, alone = [], []
     for entry, scenario in items:
         machine, unrunnable = _unrunnable(entry, scenario, cfg)
@@ -300,8 +300,7 @@ def verify_many(items: list[tuple[Entry, Scenario | None]], cfg: RunnerConfig, p
                 on_entry(entry.id, unrunnable)
             continue
         runs = plan(entry)
-        pending[entry.id] = {"entry": entry, "scenario": scenario, "machine": machine, "runs": runs,
-                             "outcomes": {}, "left": len(runs)}
+        pending[entry.id] = {"entry": entry, "scenario": scenario, "machine": machine, "runs": runs, "outcomes": {}}
         for run in runs:
             (alone if machine.ballast else shared).append((entry.id, run))
     shared.sort(key=lambda t: -expected.get((t[0], t[1].key), DEFAULT_EXPECTED_S))
@@ -309,8 +308,7 @@ def verify_many(items: list[tuple[Entry, Scenario | None]], cfg: RunnerConfig, p
     def complete(entry_id: str, run: PlannedRun, outcome) -> None:
         state = pending[entry_id]
         state["outcomes"][run.key] = outcome
-        state["left"] -= 1
-        if state["left"] == 0:
+        if len(state["outcomes"]) == len(state["runs"]):
             outcomes = [(r, *state["outcomes"][r.key]) for r in state["runs"]]
             result = assemble(state["entry"], state["scenario"], state["machine"], outcomes)
             results[entry_id] = result
@@ -328,12 +326,11 @@ def verify_many(items: list[tuple[Entry, Scenario | None]], cfg: RunnerConfig, p
         task = progress.start(f"{entry_id} {run.key}")
         core = slots.get() if bind else None
         try:
-            record, verdict, seconds = run_one(state["entry"], run, state["scenario"], state["machine"], cfg, task,
-                                               core, stop)
+            record, verdict = run_one(state["entry"], run, state["scenario"], state["machine"], cfg, task, core, stop)
         finally:
             if bind:
                 slots.put(core)
-        task.finish(verdict.passed, seconds, "" if verdict.passed else verdict.reason)
+        task.finish(verdict.passed, record["duration_s"], "" if verdict.passed else verdict.reason)
         return record, verdict
 
     pool = ThreadPoolExecutor(max_workers=len(cores), thread_name_prefix="verify")

@@ -43,7 +43,7 @@ def _fake_runs(monkeypatch, seconds=0.3):
         with lock:
             log.append((entry.id, run.key, cores, start, end))
         record = {"exit_code": 0, "passed": True, "reason": "ok", "duration_s": round(end - start, 1), "output": ""}
-        return record, Verdict(True, "ok"), end - start
+        return record, Verdict(True, "ok")
 
     monkeypatch.setattr(runner, "run_one", run_one)
     monkeypatch.setattr(runner.os, "cpu_count", lambda: 2)
@@ -107,7 +107,7 @@ def test_interrupt_stops_the_runs_under_way(monkeypatch, tmp_path):
     def run_one(entry, run, scenario, machine, cfg, task, cores=None, stop=None):
         seen.append(stop)
         stop.wait(10)
-        return {"duration_s": 0.0, "output": ""}, Verdict(False, "interrupted"), 0.0
+        return {"duration_s": 0.0, "output": ""}, Verdict(False, "interrupted")
 
     def as_completed(futures):
         time.sleep(0.2)  # both runs are under way
@@ -124,3 +124,17 @@ def test_interrupt_stops_the_runs_under_way(monkeypatch, tmp_path):
                            on_entry=lambda i, r: saved.append(i))
     assert time.monotonic() - start < 5
     assert len(seen) == 2 and all(s.is_set() for s in seen) and saved == []
+
+
+def test_an_error_in_on_entry_stops_the_rest(monkeypatch, tmp_path):
+    """verify raises from on_entry when the results file cannot be written: nothing more is started."""
+    log = _fake_runs(monkeypatch, seconds=0.05)
+    items = _items(["max-model-len-exceeds-kv-cache", "prompt-exceeds-max-model-len"])
+    cfg = runner.RunnerConfig(backend="cpu", python="python", workdir=tmp_path)
+
+    def fail(entry_id, result):
+        raise OSError("disk full")
+
+    with pytest.raises(OSError):
+        runner.verify_many(items, cfg, Progress(100, tty=False), jobs=1, on_entry=fail)
+    assert len(log) < 6, log  # the second entry's runs were cancelled

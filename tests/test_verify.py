@@ -140,3 +140,13 @@ def test_results_record_how_many_ran_at_once(one_entry_kb, fake_vllm, tmp_path, 
                  "--workdir", str(tmp_path / "work")]) == 0
     assert json.loads(results.read_text())["jobs"] == 1
     assert "3 runs, 1 at a time" in capsys.readouterr().err
+
+
+def test_an_unwritable_results_file_is_a_clean_error(one_entry_kb, fake_vllm, tmp_path, capsys):
+    results = tmp_path / "taken"
+    results.mkdir()  # a folder where the file should go: the first write fails
+    assert main(["verify", ENTRY, "--jobs", "1", "--python", sys.executable, "--results", str(results),
+                 "--workdir", str(tmp_path / "work")]) == 2
+    out, err = capsys.readouterr()
+    assert f"cannot write {results}" in err and "Traceback" not in err
+    assert "total" not in out  # stopped: no summary of a run that could not be recorded

@@ -128,7 +128,8 @@ def run(args) -> int:
     # durations of an earlier run (this results file, else the committed one) put the longest runs first
     expected = expected_seconds(results_mod.read(path) or results_mod.read(results_mod.default_path(args.backend)))
     _cleanup_on_signals()
-    write_error: list[str] = []
+    class WriteFailed(Exception):
+        pass
 
     def save(entry_id: str, result: dict) -> None:
         # written after every entry: an interrupted run keeps what it proved (merged by entry)
@@ -137,12 +138,14 @@ def run(args) -> int:
         try:
             results_mod.write(path, fresh)
         except OSError as exc:
-            write_error.append(f"cannot write {path}: {exc.strerror or exc}")
+            # stop at once, as a serial run did: the runs under way are killed, nothing more is started
+            raise WriteFailed(f"cannot write {path}: {exc.strerror or exc}") from None
 
     items = [(kb.entries[i], scenarios.get(i)) for i in selected]
-    entries = verify_many(items, cfg, progress, jobs=jobs, expected=expected, on_entry=save)
-    if write_error:
-        print(f"kvkb verify: {write_error[0]}", file=sys.stderr)
+    try:
+        entries = verify_many(items, cfg, progress, jobs=jobs, expected=expected, on_entry=save)
+    except WriteFailed as exc:
+        print(f"kvkb verify: {exc}", file=sys.stderr)
         return 2
     print(summary_table(entries))
     print(f"\nresults: {path}   logs: {workdir}")

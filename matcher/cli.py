@@ -128,11 +128,9 @@ def _match(args) -> int:
         except OSError as exc:
             return _err(f"cannot read {args.file}: {exc.strerror or exc}")
     if args.json:
-        import json
+        from .api import to_json
 
-        data = report.to_dict()
-        data["matches"] = data["matches"][: args.top]
-        print(json.dumps(data, indent=2, ensure_ascii=False))
+        print(to_json(report, args.top))
     else:
         from .render import report_text
 

@@ -12,9 +12,10 @@ import os
 from typing import BinaryIO
 
 from . import fill, read
+from .evidence import Fact, Scanner, hints
 from .literal import walk
 from .score import Table
-from .segment import Record, segment, split_lines, stage
+from .segment import Record, parse, segment, segment_parsed, split_lines, stage
 
 DEFAULT_BASE_URL = "https://kvkb.github.io/kvkb/"
 NEW_ISSUE_URL = "https://github.com/kvkb/kvkb/issues/new"
@@ -24,6 +25,7 @@ POSSIBLE = 55.0  # shown as "possible" when nothing is confident
 STAGE_BONUS = 10.0  # the traceback shows the stage (load, CUDA-graph capture, serving) an entry is about
 MAX_RECORDS = 5000  # distinct records kept from one input (bounded memory on huge logs)
 MAX_CONTEXT = 4 << 20  # characters of text kept for reading numbers off other lines
+MAX_SCORED = 400  # distinct records given a fuzzy score (see Matcher._bounded)
 _SEVERITY = {"fatal": 3, "error": 2, "warning": 1}
 
 
@@ -50,9 +52,14 @@ class Match:
         self.notes: dict = kw.get("notes") or {}
         self.category: str = kw.get("category", "")
         self.severity: str = kw.get("severity", "")
+        # confident: the error line is there and matches; likely: no error line, the evidence points
+        # here; possible: a weak resemblance
+        self.confidence: str = kw.get("confidence") or ("confident" if self.confident else "possible")
+        self.evidence: list[Fact] = kw.get("evidence") or []
+        self.startup: int = kw.get("startup", 0)
 
     def __repr__(self) -> str:
-        return f"Match({self.id!r}, {self.score:.1f}, confident={self.confident})"
+        return f"Match({self.id!r}, {self.score:.1f}, {self.confidence})"
 
     def to_dict(self) -> dict:
         return {
@@ -71,6 +78,9 @@ class Match:
             "fix_forms": self.fix_forms,
             "runner_up": self.runner_up,
             "notes": self.notes,
+            "confidence": self.confidence,
+            "evidence": [f.to_dict() for f in self.evidence],
+            "stage": self.stage,
         }
 
 
@@ -83,13 +93,25 @@ class Report:
         self.lines = 0
         self.new_issue_url: str | None = None
         self.first_error: str | None = None
+        self.restarts = 0  # start-ups seen in the log, less one
+        self.truncated = False  # the input ends inside a traceback, before its exception line
+        self.not_memory: dict | None = None  # the visible root error, when it is not a memory error
+        self.step: str | None = None  # how far start-up got before the failure, in words
 
     @property
     def confident(self) -> list[Match]:
         return [m for m in self.matches if m.confident]
 
     def to_dict(self) -> dict:
-        return {"matches": [m.to_dict() for m in self.matches], "root_cause": self.root_cause}
+        return {
+            "matches": [m.to_dict() for m in self.matches],
+            "root_cause": self.root_cause,
+            "restarts": self.restarts,
+            "truncated": self.truncated,
+            "not_memory": self.not_memory,
+            "first_error": self.first_error,
+            "new_issue_url": self.new_issue_url,
+        }
 
 
 class Matcher:
@@ -127,29 +149,33 @@ class Matcher:
         records: list[Record] = []
         seen: set[tuple] = set()
         cues: set[str] = set()
-        context: list[str] = []
+        context: list[tuple[int, str]] = []  # (start-up, text): numbers for the fix come from the root's start-up
         kept = 0
         literal = self.table.literal_numbers
+        scanner = Scanner()
         for first, offset, window in read.windows(stream, self.anchors, stats):
             lines = split_lines(window)
             # past read.LINE_LIMIT a big log is not line-counted: number the window's lines from 1
             # for segmenting, then the records carry the window's byte offset instead
-            recs, window_cues = segment([((first or 1) + k, ln) for k, ln in enumerate(lines)])
-            if first is None:
-                for r in recs:
+            parsed = parse([((first or 1) + k, ln) for k, ln in enumerate(lines)])
+            timeline = scanner.feed(parsed)
+            recs, window_cues = segment_parsed(parsed)
+            for r in recs:
+                r.startup, r.stage, r.step = timeline[r.at]
+                if first is None:
                     r.line, r.offset = None, offset
             cues |= window_cues
             if kept < MAX_CONTEXT:
-                context.append(window[: MAX_CONTEXT - kept])
-                kept += len(context[-1])
+                kept += _context_chunks(lines, timeline, context, MAX_CONTEXT - kept)
             for r in recs:
-                # numbers are masked in norm, except those a template spells out ("usage: 100.0%")
-                key = (r.kind, r.type, r.norm, frozenset(r.numbers & literal) if literal else None)
+                # numbers are masked in norm, except those a template spells out ("usage: 100.0%");
+                # the same error in each start-up of a crash loop is kept once per start-up
+                key = (r.kind, r.type, r.norm, r.startup, frozenset(r.numbers & literal) if literal else None)
                 if key in seen or len(seen) >= MAX_RECORDS:
                     continue
                 seen.add(key)
                 records.append(r)
-        report = self._decide(records, frozenset(cues), "\n".join(context))
+        report = self._decide(records, frozenset(cues), context, scanner)
         report.bytes, report.lines, report.records = stats.bytes, stats.lines, len(records)
         return report
 
@@ -179,7 +205,7 @@ class Matcher:
         scored = self.table.score(record, POSSIBLE - STAGE_BONUS)
         if not scored:
             return []
-        record_stage = stage(record.cues) or global_stage
+        record_stage = stage(record.cues) or record.stage or global_stage
         best: dict[int, tuple[float, float, bool, int]] = {}
         for base, si, is_exact in scored:
             ei = self.table.sigs[si]["entry"]
@@ -203,46 +229,135 @@ class Matcher:
         a, b = self.table.sigs[si].get("norm_raw", ""), self.table.sigs[sj].get("norm_raw", "")
         return fuzz.partial_ratio(a, raw) > fuzz.partial_ratio(b, raw)
 
-    def _decide(self, records: list[Record], cues: frozenset[str], context_text: str) -> Report:
+    def _decide(self, records: list[Record], cues: frozenset[str], context: list[tuple[int, str]], scanner: Scanner) -> Report:
         global_stage = stage(cues)
         confident: dict[str, Match] = {}
         possible: dict[str, Match] = {}
-        context = None
+        contexts: dict[int, dict] = {}
         first_error = None
-        for rec in records:
-            if first_error is None and rec.kind in ("exception", "inner") or (first_error is None and rec.level in ("ERROR", "CRITICAL")):
+        unmatched: list[Record] = []  # exceptions no entry resembles: candidates for a non-memory root cause
+        for rec in self._bounded(records):
+            if first_error is None and (rec.kind in ("exception", "inner") or rec.level in ("ERROR", "CRITICAL")):
                 first_error = rec
             ranked = self._score_record(rec, global_stage)
+            if rec.kind in ("exception", "inner") and rec.type and (not ranked or ranked[0][1] < CUTOFF):
+                unmatched.append(rec)  # no entry's wording is in it (a resemblance at most)
             if not ranked:
                 continue
             final, base, si, rstage = ranked[0]
             runner = ranked[1] if len(ranked) > 1 else None
             is_conf = base >= CUTOFF and (runner is None or final - runner[0] >= MARGIN)
             entry = self.entries[self.table.sigs[si]["entry"]]
-            if is_conf and entry["id"] in confident:
+            eid = entry["id"]
+            # one match per entry: the latest start-up's (a crash loop reports its last failure)
+            if is_conf and eid in confident and confident[eid].startup >= rec.startup:
                 continue
-            if not is_conf and (entry["id"] in confident or (entry["id"] in possible and possible[entry["id"]].score >= base)):
+            if not is_conf and (eid in confident or (eid in possible and possible[eid].score >= base)):
                 continue
-            if context is None and is_conf:
-                context = fill.context_values(context_text)
-            m = self._build(rec, entry, si, base, is_conf, runner, rstage, context)
-            (confident if is_conf else possible)[entry["id"]] = m
+            if is_conf and rec.startup not in contexts:
+                contexts[rec.startup] = fill.context_values(_context_text(context, rec.startup))
+            m = self._build(rec, entry, si, base, is_conf, runner, rstage, contexts.get(rec.startup))
+            m.startup = rec.startup
+            (confident if is_conf else possible)[eid] = m
         for eid in confident:
             possible.pop(eid, None)
-        conf = list(confident.values())  # log order
+        conf = sorted(confident.values(), key=lambda m: (m.line_no or 0, m.offset or 0))  # log order
+        primary = [m for m in conf if m.category != "engine-wrapper"]
+        last = max((r.startup for r in records), default=0)
+        not_memory = None
+        if not primary:
+            not_memory = _non_memory_root(unmatched, last)
+            # a wrapper ("EngineCore failed to start") says the engine died, not why: it is claimed
+            # only when the log shows a memory error, and never over a visible non-memory one
+            if not_memory is not None or not _memory_words(records):
+                for m in [m for m in conf if m.category == "engine-wrapper"]:
+                    _demote(m, "possible")
+                    possible[m.id] = m
+                conf = [m for m in conf if m.confident]
         root = None
-        primary = [m for m in conf if m.category != "engine-wrapper"] or conf
-        if primary:
-            # the most severe; among equals the first in the log (conf is in log order)
-            root = max(primary, key=lambda m: (_SEVERITY.get(m.severity, 0), -conf.index(m)))
+        if primary or conf:
+            pool = primary or conf
+            # the last start-up first; then the most severe; among equals the first in the log
+            root = max(pool, key=lambda m: (m.startup, _SEVERITY.get(m.severity, 0), -conf.index(m)))
+        likely: list[Match] = []
+        if root is None:
+            likely = self._from_evidence(scanner, not_memory is not None, global_stage)
+            for m in likely:
+                if m.confidence == "possible":
+                    if m.id not in possible or possible[m.id].score < m.score:
+                        possible[m.id] = m
+            likely = [m for m in likely if m.confidence == "likely"]
+            for m in likely:
+                possible.pop(m.id, None)
         ordered = ([root] if root else []) + [m for m in conf if m is not root]
+        ordered += likely
         ordered += sorted(possible.values(), key=lambda m: -m.score)
         report = Report(root.id if root else None, ordered)
+        report.restarts = scanner.restarts
+        report.truncated = scanner.truncated
+        report.step = scanner.step
+        if not_memory is not None:
+            report.not_memory = {"line": not_memory.line, "text": not_memory.text[:500], "type": not_memory.type}
         if root is None:
-            shown = first_error or (records[0] if records else None)
+            # an INFO line ("INFO:     127.0.0.1 - ...") is never shown as the error
+            shown = not_memory or first_error or next((r for r in records if r.level not in ("INFO", "DEBUG")), None)
             report.first_error = shown.text if shown else None
             report.new_issue_url = new_issue_url(shown.norm if shown else "", shown.text if shown else "")
         return report
+
+    def _bounded(self, records: list[Record]) -> list[Record]:
+        """At most MAX_SCORED records get a fuzzy score: errors before log lines, the last start-up first.
+        A paste of thousands of distinct lines then costs a bounded time, also on pure-Python rapidfuzz."""
+        if len(records) <= MAX_SCORED:
+            return records
+        rank = {"exception": 0, "inner": 0, "log": 1, "bare": 2}
+
+        def key(ir):
+            i, r = ir
+            level = 0 if r.level in ("ERROR", "CRITICAL", "WARNING") else 1
+            return (rank.get(r.kind, 2) + (level if r.kind == "log" else 0), -r.startup, -i)
+
+        keep = sorted(enumerate(records), key=key)[:MAX_SCORED]
+        return [r for _, r in sorted(keep, key=lambda ir: ir[0])]
+
+    def _from_evidence(self, scanner: Scanner, not_memory: bool, global_stage) -> list[Match]:
+        """Matches for what the log states when no error line matched: likely or possible."""
+        out: list[Match] = []
+        seen: set[str] = set()
+        by_id = {e["id"]: i for i, e in enumerate(self.entries)}
+        for h in hints(scanner, visible_error=not_memory):
+            tier = "possible" if not_memory else h.tier
+            eid = h.entry
+            si = None
+            if eid.startswith("raise:"):
+                _, typ, literal = eid.split(":", 2)
+                rec = Record(h.facts[0].line, "exception", typ, None, literal)
+                ranked = self._score_record(rec, global_stage) if len(literal) >= 12 else []
+                if not ranked:
+                    continue
+                final, base, si, _ = ranked[0]
+                eid = self.entries[self.table.sigs[si]["entry"]]["id"]
+                if base < CUTOFF:
+                    tier = "possible"
+            if eid in seen or eid not in by_id:
+                continue
+            seen.add(eid)
+            entry = self.entries[by_id[eid]]
+            if si is None:
+                si = next(i for i, sg in enumerate(self.table.sigs) if sg["entry"] == by_id[eid])
+            fix = entry["fix"]
+            forms = {k: fix.get(k) for k in ("cli", "python", "env") if fix.get(k)}
+            line = h.facts[0]
+            out.append(Match(
+                id=eid, title=entry["title"], score=round(min(79.0, 60.0 + 6 * h.rank), 1), confident=False,
+                confidence=tier, evidence=h.facts,
+                signature={"id": self.table.sigs[si]["id"], "versions": self.table.sigs[si]["versions"],
+                           "engine": self.table.sigs[si]["engine"], "backend": self.table.sigs[si]["backend"]},
+                line=line.text, text=line.text, line_no=line.line, params={}, fix=next(iter(forms.values()), None),
+                fix_forms=forms, fix_title=fix["title"], url=self.url(eid), stage=scanner.stage,
+                category=entry["category"], severity=entry["severity"],
+            ))
+        return out
 
     def _build(self, rec: Record, entry: dict, si: int, base: float, is_conf: bool, runner, rstage, context) -> Match:
         sig = self.table.sigs[si]
@@ -276,6 +391,8 @@ class Matcher:
             notes={k: v for k, v in notes.items() if k in used},
             category=entry["category"],
             severity=entry["severity"],
+            confidence="confident" if is_conf else "possible",
+            evidence=[Fact(rec.line, rec.text, f"matches {entry['id']} ({sig['id']}), score {base:.1f}")],
         )
 
     def _params(self, rec: Record, si: int) -> dict[str, str]:
@@ -289,6 +406,64 @@ class Matcher:
             if len(values) > len(best):
                 best = values
         return fill.clean_params(best)
+
+
+# An error a person would read as running out of memory (device, host or KV pool); "illegal memory
+# access" and "shared memory broadcast" are not shortages.
+_MEMORY_WORDS = ("out of memory", "OutOfMemory", "RESOURCE_EXHAUSTED", "Failed to allocate", "KV cache", "cache blocks",
+                 "memory for", "memory on device", "not enough memory", "Not enough memory", "insufficient memory")
+# Unmatched exceptions that are never a root cause: the process being told to stop, or generic
+# wrappers that point elsewhere
+_NOT_ROOT_TYPES = ("SystemExit", "KeyboardInterrupt", "CancelledError", "GeneratorExit", "StopIteration", "BrokenPipeError")
+_WRAPPER_WORDS = ("root cause", "stack trace", "stacktrace", "hit an exception", "See the above", "see above")
+
+
+def _memory_words(records: list[Record]) -> bool:
+    return any(r.kind in ("exception", "inner") or r.level in ("ERROR", "CRITICAL")
+               for r in records if any(w in r.message for w in _MEMORY_WORDS))
+
+
+def _non_memory_root(unmatched: list[Record], startup: int) -> Record | None:
+    """The first exception of the last start-up that no entry resembles and that names no memory
+    shortage: Python prints a chain's cause first, and vLLM logs the engine's error before the
+    wrappers that report it."""
+    for r in unmatched:
+        if r.startup != startup or r.short_type in _NOT_ROOT_TYPES:
+            continue
+        if any(w in r.message for w in _WRAPPER_WORDS) or any(w in r.message for w in _MEMORY_WORDS):
+            continue
+        return r
+    return None
+
+
+def _demote(m: Match, tier: str) -> None:
+    m.confident = False
+    m.confidence = tier
+    m.fix = None  # an unconfirmed match is not filled with the user's numbers
+    m.params = {}
+
+
+def _context_chunks(lines: list[str], timeline: list, out: list[tuple[int, str]], room: int) -> int:
+    """Append the window's lines grouped by start-up; returns the characters kept."""
+    used = 0
+    k = 0
+    n = min(len(lines), len(timeline))
+    while k < n and used < room:
+        su = timeline[k][0]
+        j = k
+        while j < n and timeline[j][0] == su:
+            j += 1
+        text = "\n".join(lines[k:j])[: room - used]
+        out.append((su, text))
+        used += len(text)
+        k = j
+    return used
+
+
+def _context_text(chunks: list[tuple[int, str]], startup: int) -> str:
+    """The text of one start-up (numbers of an earlier, healthy start-up must not fill the fix)."""
+    own = [t for su, t in chunks if su == startup]
+    return "\n".join(own) if own else "\n".join(t for _, t in chunks)
 
 
 def new_issue_url(norm_line: str, line: str) -> str:

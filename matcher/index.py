@@ -16,7 +16,7 @@ import os
 import sys
 
 # Bump when normalise(), the index layout or what is derived at build time changes.
-FORMAT = 10
+FORMAT = 11
 INDEX_NAME = ".index.marshal"
 EXPLAIN_NAME = ".index-explain.json"
 # Candidate lines in big logs: *Error / *Error: lines, vLLM's ERROR and WARNING log lines. Each

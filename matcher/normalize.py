@@ -52,8 +52,21 @@ _PREFIXES = [
     re.compile(_LEVELS + r":\s+"),
     # syslog / journald: "Nov 22 02:05:01 host vllm[123]: "
     re.compile(r"[A-Z][a-z]{2}\s+\d+\s\d\d:\d\d:\d\d\s\S+\s[\w.-]+(?:\[\d+\])?:\s"),
+    # Hydra / python logging: "[2021-06-06 21:07:33,713][vllm.engine][INFO] - "
+    re.compile(r"\[\d{4}-\d\d-\d\d[^\]]*\](?:\[[\w.]+\])?\[" + _LEVELS + r"\]\s-\s"),
+    # Kubernetes CRI log files: "stdout F " after the timestamp
+    re.compile(r"(?:stdout|stderr)\s[FP]\s"),
+    # klog (Go controllers): "I0902 00:55:35.305769       1 server.go:2282] "
+    re.compile(r"[IWEF]\d{4}\s\d\d:\d\d:\d\d\.\d+\s+\d+\s[\w.-]+:\d+\]\s"),
+    # launcher tags: "[mineru] ", "[Error] (Process) ", "(Worker_TP0) "; a tag is one token
+    re.compile(r"\[[A-Za-z][\w.-]{0,40}\]:?\s+"),
+    re.compile(r"\([A-Z][\w.-]{0,40}\)\s+"),
+    # markdown or e-mail quoting, a REPL prompt
+    re.compile(r"(?:>+|>>>)\s?(?=\S)"),
+    # a level word alone ("INFO Started server process", "WARNING something")
+    re.compile(_LEVELS + r"\s+(?=\S)"),
 ]
-_PREFIX_HINT = re.compile(r"[A-Z(\[\d\w]")
+_PREFIX_HINT = re.compile(r"[A-Z(\[\d\w>]")
 
 _BOX = "\u2500-\u257f\u2580-\u259f"
 _BOX_EDGE_RE = Lazy(rf"^\s*[{_BOX}]+\s?|\s?[{_BOX}]+\s*$")
@@ -64,10 +77,16 @@ def strip_ansi_bytes(data: bytes) -> bytes:
     return ANSI_BYTES_RE.sub(b"", data) if b"\x1b" in data else data
 
 
+# ANSI codes pasted as caret text ("^[[0;36m"): a terminal's escape byte copied as two characters
+_CARET_ANSI_RE = Lazy(r"\^\[\[[0-9;]*[A-Za-z]")
+
+
 def clean_line(line: str) -> str:
     """Remove ANSI, control characters and TUI box borders; keep everything else verbatim."""
     if "\x1b" in line:
         line = ANSI_RE.sub("", line)
+    if "^[[" in line:
+        line = _CARET_ANSI_RE.sub("", line)
     line = _CONTROL_RE.sub("", line)
     if not line or max(line) < "\u2500":  # no box-drawing character (the common case, one C call)
         return line

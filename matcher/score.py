@@ -21,6 +21,36 @@ TOKEN_SHARE = 0.5  # a signature is scored only if the line has this share of it
 _WORD_RE = re.compile(r"[a-z_`']{4,}")
 
 
+PHRASE_WORDS = 4  # a run of this many words found in one entry's wordings only...
+PHRASE_HITS = 2  # ...this many times (overlapping: a 5-word run) names that entry in a reworded message
+PHRASE_SCORE = 82.0  # just above the confident cut-off: a typed exception with the entry's own words
+_PHRASE_TOKEN_RE = re.compile(r"[a-z_`']+")
+
+
+def phrases_of(norm: str) -> set[str]:
+    """Runs of PHRASE_WORDS words with no masked value in them ("kv cache is needed")."""
+    out = set()
+    run: list[str] = []
+    for tok in norm.split():
+        word = tok.strip(".,;:()[]{}\"'`!?")
+        if not word or "<" in tok or not _PHRASE_TOKEN_RE.fullmatch(word):
+            run = []
+            continue
+        run.append(word)
+        if len(run) >= PHRASE_WORDS:
+            out.add(" ".join(run[-PHRASE_WORDS:]))
+    return out
+
+
+def unique_phrases(signatures: list[dict]) -> dict[str, int]:
+    """phrase -> entry index, for phrases that occur in one entry's wordings only (build time)."""
+    owner: dict[str, int] = {}
+    for s in signatures:
+        for ph in phrases_of(s["norm"]):
+            owner[ph] = s["entry"] if owner.get(ph, s["entry"]) == s["entry"] else -1
+    return {ph: e for ph, e in owner.items() if e >= 0}
+
+
 def pair_score(line: str, sig: str, full: float | None = None) -> float:
     """Mean of the whole-template score and the score of its opening words.
 
@@ -71,6 +101,7 @@ def groups(signatures: list[dict]) -> dict:
         else:
             level.append(i)
     return {
+        "phrases": unique_phrases(signatures),
         "by_type": by_type,
         "level": level,
         "exc": exc,
@@ -94,6 +125,7 @@ class Table:
         self.all_sigs = self.exc_sigs + self.level_sigs
         self.info_sigs = g["info"]
         self.literal_numbers = set(g["literal_numbers"])
+        self.phrases: dict[str, int] = g.get("phrases") or {}
 
     def candidates(self, record) -> tuple[list[int], float]:
         """Signature indices this record may match, and the penalty its kind carries."""
@@ -150,6 +182,10 @@ class Table:
             if exact(message, sig) or (canon != message and exact(canon, sig)):
                 # the template word for word: placeholders hold anything (a request id, not only numbers)
                 out.append((100.0 - penalty, i, True))
+            elif sig.get("level") in ("INFO", "DEBUG"):
+                # an INFO line is vLLM's own text, never reworded; healthy stats lines all look
+                # alike, so only the wording itself (with its spelled-out numbers) counts
+                continue
             elif not sig.get("nums") or record.numbers.issuperset(sig["nums"]):
                 # fuzzy: masking makes every number alike, so a number the template spells out
                 # ("KV cache usage: 100.0%") must be in the line as written, or this is another message
@@ -161,7 +197,31 @@ class Table:
             choices = [self.sigs[i]["norm"] for i in fuzzy]
             for _, raw, k in process.extract(line, choices, scorer=fuzz.partial_ratio, score_cutoff=floor, limit=None):
                 s = pair_score(line, choices[k], raw) - penalty
+                if record.kind == "bare" and len(choices[k]) < MIN_DISTINCT:
+                    # a short wording found approximately inside prose ("KV-cache allocation fails")
+                    # is a resemblance, not a quote
+                    s *= len(choices[k]) / MIN_DISTINCT
                 if s >= floor:
                     out.append((s, fuzzy[k], False))
+        if record.kind == "exception" and self.phrases:
+            self._phrase_scores(line, ids, out)
         out.sort(key=lambda t: (-t[0], not t[2]))
         return out
+
+    def _phrase_scores(self, line: str, ids: list[int], out: list) -> None:
+        """A reworded message ("1.75 GiB KV cache is needed, available 0.13 GiB") of the right
+        exception type that keeps a run of one entry's own words counts as that entry's."""
+        hits: dict[int, int] = {}
+        for ph in phrases_of(line):
+            e = self.phrases.get(ph)
+            if e is not None:
+                hits[e] = hits.get(e, 0) + 1
+        if not hits:
+            return
+        best = {}
+        for score, i, _ in out:
+            best[i] = max(best.get(i, 0.0), score)
+        for i in ids:
+            e = self.sigs[i]["entry"]
+            if hits.get(e, 0) >= PHRASE_HITS and best.get(i, 0.0) < PHRASE_SCORE:
+                out.append((PHRASE_SCORE, i, False))

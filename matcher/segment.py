@@ -15,7 +15,7 @@ MAX_JOIN = 8  # continuation lines joined onto one hard-wrapped message
 
 _EXC_RE = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Warning|Interrupt|Exit|Failure))"
-    r"(?::\s?(?P<msg>.*)|\((?P<repr>.*))$"
+    r"(?::\s?(?P<msg>.*)|\((?P<repr>.*)|(?<=Error)|(?<=Exception))$"
 )
 _FRAME_RE = re.compile(r'^\s*File "[^"]*", line \d+(?:, in (?P<func>[\w<>.]+))?')
 _CARET_RE = re.compile(r"^\s*[\^~]+\s*$")
@@ -74,7 +74,8 @@ _FRAME_CUE_REACH = 400
 class Record:
     """One error message found in the log. (A plain class: dataclasses would import inspect, ~10 ms.)"""
 
-    __slots__ = ("line", "offset", "kind", "type", "level", "message", "cues", "_norm", "_canon", "_numbers")
+    __slots__ = ("line", "offset", "kind", "type", "level", "message", "cues", "at", "startup", "stage", "step",
+                 "_norm", "_canon", "_numbers")
 
     def __init__(self, line: int, kind: str, type: str | None, level: str | None, message: str, cues: frozenset[str] = frozenset()):
         self.line = line  # 1-based line number where the message starts (None: not counted, see read.py)
@@ -84,6 +85,10 @@ class Record:
         self.level = level  # log level of the line it came from
         self.message = message  # clean text, numbers kept, hard-wrapped lines joined
         self.cues = cues
+        self.at = 0  # index of its first line in the parsed lines it came from
+        self.startup = 0  # which start-up of the server it belongs to (evidence.Scanner), 0: none seen
+        self.stage: str | None = None  # the stage the log had reached (last milestone before it)
+        self.step: str | None = None
         self._norm: str | None = None
         self._canon: str | None = None
         self._numbers: set[float] | None = None
@@ -166,8 +171,8 @@ def _join(prev: str, nxt: str) -> str:
     return prev.rstrip() + " " + nxt.lstrip()
 
 
-def segment(lines: list[tuple[int, str]]) -> tuple[list[Record], frozenset[str]]:
-    """Records in log order, plus the stage cues seen anywhere outside INFO lines."""
+def parse(lines: list[tuple[int, str]]) -> list[tuple]:
+    """(line number, content, log level, had a prefix, is a fence) per line: prefixes and ANSI gone."""
     parsed = []
     for lineno, raw in lines:
         content, level, prefixed = strip_prefixes(clean_line(raw))
@@ -175,7 +180,20 @@ def segment(lines: list[tuple[int, str]]) -> tuple[list[Record], frozenset[str]]
             parsed.append((lineno, "", level, prefixed, True))  # a fence ends a message
             content = content.replace("```", "").strip()
         parsed.append((lineno, content, level, prefixed, False))
+    return parsed
 
+
+# Log lines at these levels report, they do not raise: "INFO: 127.0.0.1 - ..." is no exception
+_REPORT_LEVELS = ("INFO", "DEBUG", "WARNING")
+
+
+def segment(lines: list[tuple[int, str]]) -> tuple[list[Record], frozenset[str]]:
+    """Records in log order, plus the stage cues seen anywhere outside INFO lines."""
+    return segment_parsed(parse(lines))
+
+
+def segment_parsed(parsed: list[tuple]) -> tuple[list[Record], frozenset[str]]:
+    """segment() on lines already parsed (the engine parses once for records and evidence)."""
     records: list[Record] = []
     global_cues: set[str] = set()
     pending: list[tuple[int, str]] = []  # (line, cue) since the previous record
@@ -184,6 +202,7 @@ def segment(lines: list[tuple[int, str]]) -> tuple[list[Record], frozenset[str]]
     n = len(parsed)
     while i < n:
         lineno, content, level, prefixed, fence = parsed[i]
+        start = i
         i += 1
         if fence or not content.strip():
             continue
@@ -206,6 +225,7 @@ def segment(lines: list[tuple[int, str]]) -> tuple[list[Record], frozenset[str]]
             if validation is not None and records and records[-1] is validation:
                 records.pop()  # its items say more than "1 validation error for ModelConfig"
             records.append(Record(lineno, "exception", validation.type if validation else PYDANTIC_TYPE, level, message, frozenset(cues)))
+            records[-1].at = start
             continue
         frame = _FRAME_RE.match(content)
         if frame or content[:1].isspace() or _CARET_RE.match(content) or _BREAK_RE.match(content) or stripped.startswith(_PYDANTIC_MORE):
@@ -224,7 +244,7 @@ def segment(lines: list[tuple[int, str]]) -> tuple[list[Record], frozenset[str]]
         else:
             rec_kind = "bare"
             global_cues |= cues_here
-        exc = _exception(stripped)
+        exc = _exception(stripped) if level not in _REPORT_LEVELS else None
         if exc:
             rec_kind = "exception"
         # join hard-wrapped continuation lines
@@ -245,6 +265,7 @@ def segment(lines: list[tuple[int, str]]) -> tuple[list[Record], frozenset[str]]
         if rec_kind == "bare" and (len(message) < 20 or not re.search(r"[A-Za-z]{3}", message)):
             continue
         record = Record(lineno, rec_kind, exc[0] if exc else None, level, message, frozenset(cues))
+        record.at = start
         records.append(record)
         if exc and exc[0].endswith("ValidationError") and _VALIDATION_HEAD_RE.match(message):
             validation = record
@@ -264,6 +285,7 @@ def segment(lines: list[tuple[int, str]]) -> tuple[list[Record], frozenset[str]]
                 records.append(Record(lineno, "inner", inner_exc[0], level, inner_exc[1], frozenset(cues)))
             elif len(inner) >= 20:
                 records.append(Record(lineno, "inner", None, level, inner, frozenset(cues)))
+            records[-1].at = start
     return records, frozenset(global_cues)
 
 

@@ -168,9 +168,11 @@ class Matcher:
             if kept < MAX_CONTEXT:
                 kept += _context_chunks(lines, timeline, context, MAX_CONTEXT - kept)
             for r in recs:
-                # numbers are masked in norm, except those a template spells out ("usage: 100.0%");
-                # the same error in each start-up of a crash loop is kept once per start-up
-                key = (r.kind, r.type, r.norm, r.startup, frozenset(r.numbers & literal) if literal else None)
+                # numbers are masked in norm; a line holding a number some template spells out
+                # ("usage: 100.0%") is kept by its own text, since where that number stands matters
+                # ("hit rate: 100.0%" is not "usage: 100.0%"). The same error in each start-up of a
+                # crash loop is kept once per start-up.
+                key = (r.kind, r.type, r.message if literal and not r.numbers.isdisjoint(literal) else r.norm, r.startup)
                 if key in seen or len(seen) >= MAX_RECORDS:
                     continue
                 seen.add(key)
@@ -200,9 +202,27 @@ class Matcher:
         # startup, or no sign of serving at all: a failure before the server came up
         return STAGE_BONUS if entry["phase"] == "startup" and not graph else 0.0
 
-    def _score_record(self, record: Record, global_stage: str | None):
+    @staticmethod
+    def _entry_stage(entry: dict) -> str:
+        if "graph" in entry["id"] or any("graph" in t for t in entry.get("tags", ())):
+            return "cudagraph"
+        return entry["phase"]
+
+    def _stage_contradicts(self, entry: dict, rec: Record) -> str | None:
+        """The traceback's own frames show another stage than the one this entry is about: the words
+        fit but the place does not (a CUDA OOM in weight repacking is no CUDA-graph capture OOM).
+        Only for the out-of-memory-by-stage entries, and only from frames, never from the log's
+        general progress. Returns the stage the frames show."""
+        if entry["category"] != "gpu-memory":
+            return None
+        frames = stage(rec.cues)
+        if frames is None:
+            return None
+        return frames if frames != self._entry_stage(entry) else None
+
+    def _score_record(self, record: Record, global_stage: str | None, fuzzy: bool = True):
         """[(final, base, sig index, record stage)] per entry (best signature each), best first."""
-        scored = self.table.score(record, POSSIBLE - STAGE_BONUS)
+        scored = self.table.score(record, POSSIBLE - STAGE_BONUS, fuzzy)
         if not scored:
             return []
         record_stage = stage(record.cues) or record.stage or global_stage
@@ -236,10 +256,11 @@ class Matcher:
         contexts: dict[int, dict] = {}
         first_error = None
         unmatched: list[Record] = []  # exceptions no entry resembles: candidates for a non-memory root cause
-        for rec in self._bounded(records):
+        fuzzy = self._fuzzy_budget(records)
+        for rec in records:
             if first_error is None and (rec.kind in ("exception", "inner") or rec.level in ("ERROR", "CRITICAL")):
                 first_error = rec
-            ranked = self._score_record(rec, global_stage)
+            ranked = self._score_record(rec, global_stage, id(rec) in fuzzy)
             if rec.kind in ("exception", "inner") and rec.type and (not ranked or ranked[0][1] < CUTOFF):
                 unmatched.append(rec)  # no entry's wording is in it (a resemblance at most)
             if not ranked:
@@ -249,6 +270,9 @@ class Matcher:
             is_conf = base >= CUTOFF and (runner is None or final - runner[0] >= MARGIN)
             entry = self.entries[self.table.sigs[si]["entry"]]
             eid = entry["id"]
+            against = self._stage_contradicts(entry, rec) if is_conf else None
+            if against:
+                is_conf = False
             # one match per entry: the latest start-up's (a crash loop reports its last failure)
             if is_conf and eid in confident and confident[eid].startup >= rec.startup:
                 continue
@@ -258,6 +282,10 @@ class Matcher:
                 contexts[rec.startup] = fill.context_values(_context_text(context, rec.startup))
             m = self._build(rec, entry, si, base, is_conf, runner, rstage, contexts.get(rec.startup))
             m.startup = rec.startup
+            if against:
+                m.confidence = "likely"
+                m.evidence.append(Fact(rec.line, rec.text, f"but the traceback's frames show {against}, not "
+                                       f"{self._entry_stage(entry)}: the wording fits, the stage does not"))
             (confident if is_conf else possible)[eid] = m
         for eid in confident:
             possible.pop(eid, None)
@@ -281,7 +309,8 @@ class Matcher:
             root = max(pool, key=lambda m: (m.startup, _SEVERITY.get(m.severity, 0), -conf.index(m)))
         likely: list[Match] = []
         if root is None:
-            likely = self._from_evidence(scanner, not_memory is not None, global_stage)
+            values = scanner.values() | fill.context_values(_context_text(context, last))
+            likely = self._from_evidence(scanner, not_memory is not None, global_stage, values)
             for m in likely:
                 if m.confidence == "possible":
                     if m.id not in possible or possible[m.id].score < m.score:
@@ -291,7 +320,7 @@ class Matcher:
                 possible.pop(m.id, None)
         ordered = ([root] if root else []) + [m for m in conf if m is not root]
         ordered += likely
-        ordered += sorted(possible.values(), key=lambda m: -m.score)
+        ordered += sorted(possible.values(), key=lambda m: (m.confidence != "likely", -m.score))
         report = Report(root.id if root else None, ordered)
         report.restarts = scanner.restarts
         report.truncated = scanner.truncated
@@ -305,11 +334,14 @@ class Matcher:
             report.new_issue_url = new_issue_url(shown.norm if shown else "", shown.text if shown else "")
         return report
 
-    def _bounded(self, records: list[Record]) -> list[Record]:
-        """At most MAX_SCORED records get a fuzzy score: errors before log lines, the last start-up first.
-        A paste of thousands of distinct lines then costs a bounded time, also on pure-Python rapidfuzz."""
+    @staticmethod
+    def _fuzzy_budget(records: list[Record]) -> set[int]:
+        """ids of the records that get a fuzzy score: at most MAX_SCORED, errors before log lines
+        and prose, the last start-up first, later lines first. Every record still gets the cheap
+        word-for-word check, so an exact line is never lost; a paste of thousands of distinct
+        lines costs a bounded time, also on pure-Python rapidfuzz."""
         if len(records) <= MAX_SCORED:
-            return records
+            return {id(r) for r in records}
         rank = {"exception": 0, "inner": 0, "log": 1, "bare": 2}
 
         def key(ir):
@@ -317,10 +349,9 @@ class Matcher:
             level = 0 if r.level in ("ERROR", "CRITICAL", "WARNING") else 1
             return (rank.get(r.kind, 2) + (level if r.kind == "log" else 0), -r.startup, -i)
 
-        keep = sorted(enumerate(records), key=key)[:MAX_SCORED]
-        return [r for _, r in sorted(keep, key=lambda ir: ir[0])]
+        return {id(r) for _, r in sorted(enumerate(records), key=key)[:MAX_SCORED]}
 
-    def _from_evidence(self, scanner: Scanner, not_memory: bool, global_stage) -> list[Match]:
+    def _from_evidence(self, scanner: Scanner, not_memory: bool, global_stage, values: dict) -> list[Match]:
         """Matches for what the log states when no error line matched: likely or possible."""
         out: list[Match] = []
         seen: set[str] = set()
@@ -346,15 +377,14 @@ class Matcher:
             if si is None:
                 si = next(i for i, sg in enumerate(self.table.sigs) if sg["entry"] == by_id[eid])
             fix = entry["fix"]
-            forms = {k: fix.get(k) for k in ("cli", "python", "env") if fix.get(k)}
+            forms, notes = self._forms(fix, {}, values if tier == "likely" else None)
             line = h.facts[0]
             out.append(Match(
                 id=eid, title=entry["title"], score=round(min(79.0, 60.0 + 6 * h.rank), 1), confident=False,
                 confidence=tier, evidence=h.facts,
-                signature={"id": self.table.sigs[si]["id"], "versions": self.table.sigs[si]["versions"],
-                           "engine": self.table.sigs[si]["engine"], "backend": self.table.sigs[si]["backend"]},
+                signature=None,  # no wording of the entry is in the log: the evidence is
                 line=line.text, text=line.text, line_no=line.line, params={}, fix=next(iter(forms.values()), None),
-                fix_forms=forms, fix_title=fix["title"], url=self.url(eid), stage=scanner.stage,
+                fix_forms=forms, fix_title=fix["title"], url=self.url(eid), stage=scanner.stage, notes=notes,
                 category=entry["category"], severity=entry["severity"],
             ))
         return out
@@ -364,9 +394,7 @@ class Matcher:
         # a "possible" is not asserted, so its numbers are not pulled out
         params = self._params(rec, si) if is_conf else {}
         fix = entry["fix"]
-        used = set(fill.placeholders(" ".join(v for v in fix.values() if isinstance(v, str))))
-        values, notes = fill.all_values(params, context, used) if is_conf else ({}, {})
-        forms = {k: fill.fill(fix.get(k), values) for k in ("cli", "python", "env") if fix.get(k)}
+        forms, notes = self._forms(fix, params, context if is_conf else None)
         runner_up = None
         if runner is not None:
             rsig = self.table.sigs[runner[2]]
@@ -388,12 +416,21 @@ class Matcher:
             url=self.url(entry["id"]),
             runner_up=runner_up,
             stage=rstage,
-            notes={k: v for k, v in notes.items() if k in used},
+            notes=notes,
             category=entry["category"],
             severity=entry["severity"],
             confidence="confident" if is_conf else "possible",
             evidence=[Fact(rec.line, rec.text, f"matches {entry['id']} ({sig['id']}), score {base:.1f}")],
         )
+
+    @staticmethod
+    def _forms(fix: dict, params: dict, context: dict | None) -> tuple[dict, dict]:
+        """The fix's CLI / Python / env forms filled with the user's numbers (none without context:
+        a possible match is not asserted, so nothing is filled in for it), and the notes on them."""
+        used = set(fill.placeholders(" ".join(v for v in fix.values() if isinstance(v, str))))
+        values, notes = fill.all_values(params, context, used) if context is not None else ({}, {})
+        forms = {k: fill.fill(fix.get(k), values) for k in ("cli", "python", "env") if fix.get(k)}
+        return forms, {k: v for k, v in notes.items() if k in used}
 
     def _params(self, rec: Record, si: int) -> dict[str, str]:
         """The user's numbers: from the whole template, or for a cut line from the longest part found."""

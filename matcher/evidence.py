@@ -55,7 +55,7 @@ _MILESTONES = (
     ("Added request", "serving", "serving"),
     ("Received request", "serving", "serving"),
 )
-_MILESTONE_WORDS = tuple(m[0] for m in _MILESTONES)
+MILESTONE_WORDS = tuple(m[0] for m in _MILESTONES)
 
 # --- numbers -------------------------------------------------------------------------------------
 
@@ -241,7 +241,7 @@ class Scanner:
                 self.current.kinds.add(kind)
                 break
         cur = self.current
-        if any(w in text for w in _MILESTONE_WORDS):
+        if any(w in text for w in MILESTONE_WORDS):
             for words, stage, step in _MILESTONES:
                 if words in text:
                     self.stage, self.step = stage, step
@@ -276,6 +276,16 @@ class Scanner:
     def truncated(self) -> bool:
         """The input ends inside a traceback: its exception line was cut off."""
         return self.open_tb is not None
+
+    def values(self) -> dict[str, float]:
+        """The last start-up's numbers under the names fix templates use (kvkb.params)."""
+        num = {k: v for k, (v, _) in self.current.numbers.items()}
+        out = {k: num[k] for k in ("max_model_len", "available_kv_gib", "gpu_memory_utilization", "total_gib") if k in num}
+        if "kv_tokens" in num:
+            out["kv_tokens"] = num["kv_tokens"]
+        elif num.get("device_blocks", 0) > 0:
+            out["kv_tokens"] = num["device_blocks"] * (num.get("block_size") or 16)
+        return out
 
     def deepest(self) -> tuple[int, str, str] | None:
         """The deepest frame of the last traceback that names a function we know something about."""

@@ -62,6 +62,22 @@ def _why(m, s: Style) -> list[str]:
     return out
 
 
+def _restarts(report, s: Style) -> list[str]:
+    if not report.restarts:
+        return []
+    n = report.restarts
+    return [s.dim(f"  the log shows {n} restart{'s' if n > 1 else ''} ({n + 1} start-ups); this is the last one's answer")]
+
+
+def _evidence_lines(m, s: Style) -> list[str]:
+    out = []
+    for f in m.evidence:
+        where = f"line {f.line}" if f.line is not None else "the log"
+        out.append(f"        {where}: {s.dim(_short(f.text, 140))}")
+        out.append(f"          {f.says}")
+    return out
+
+
 def report_text(report, top: int, color: bool) -> str:
     s = Style(color)
     lines: list[str] = []
@@ -69,6 +85,7 @@ def report_text(report, top: int, color: bool) -> str:
     if conf:
         root = conf[0]
         lines.append(f"{s.red('root cause')}  {s.bold(root.id)}  {root.title}")
+        lines += _restarts(report, s)
         lines.append(f"  {s.bold('error')} {_short(root.text, 240)}")
         lines += _fix_lines(root, s)
         lines += _why(root, s)
@@ -84,16 +101,41 @@ def report_text(report, top: int, color: bool) -> str:
                 if m.fix and not wrapper:  # a wrapper's own fix would distract from the root cause's
                     lines.append(f"        fix: {m.fix}")
         return "\n".join(lines) + "\n"
+    nm = report.not_memory
     lines.append(s.yellow("No confident match in the knowledge base."))
-    if report.first_error:
-        lines.append(f"  first error: {_short(report.first_error, 240)}")
-    possible = report.matches[:top]
+    if nm:
+        where = f"line {nm['line']}" if nm.get("line") is not None else "the log"
+        lines.append(f"  {s.bold('not a memory error')}: the error at {where} is")
+        lines.append(f"    {_short(nm['text'], 240)}")
+        lines.append("  no KV-cache or out-of-memory entry applies; any engine-died message around it reports this error")
+    else:
+        if report.first_error:
+            lines.append(f"  first error: {_short(report.first_error, 240)}")
+    lines += _restarts(report, s)
+    shown = report.matches[:top]
+    likely = [m for m in shown if m.confidence == "likely"]
+    for m in likely:
+        lines.append(f"{s.bold('likely')}  {s.bold(m.id)}  {m.title}")
+        if m.fix:
+            lines += _fix_lines(m, s)
+        lines.append(f"  {s.bold('evidence')}")
+        lines += _evidence_lines(m, s)
+        lines.append(f"  {s.bold('read')}  {m.url}")
+    if likely and report.truncated:
+        lines.append(s.yellow("The paste ends before the exception line.") +
+                     " Paste the lines after the last one shown (the line starting with the exception's name) to confirm.")
+    possible = [m for m in shown if m.confidence == "possible"]
     if possible:
         lines.append(s.bold("possible:"))
         for m in possible:
-            why = f"runner-up {m.runner_up['id']} {m.runner_up['score']:.1f}" if m.runner_up else "below the confidence cutoff"
+            if m.runner_up:
+                why = f"runner-up {m.runner_up['id']} {m.runner_up['score']:.1f}"
+            elif m.evidence and m.signature is None:
+                why = m.evidence[0].says
+            else:
+                why = "below the confidence cutoff"
             lines.append(f"  {m.id}  score {m.score:.1f} ({why})  {m.url}")
-    if report.new_issue_url:
+    if report.new_issue_url and not likely:
         lines.append("If this is a KV-cache or memory error, propose an entry (prefilled):")
         lines.append(f"  {report.new_issue_url}")
     return "\n".join(lines) + "\n"

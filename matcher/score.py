@@ -165,8 +165,9 @@ class Table:
                 keep.append(i)
         return keep
 
-    def score(self, record, floor: float) -> list[tuple[float, int, bool]]:
-        """[(score, signature index, exact)] at or above floor, best first (exact first among equals)."""
+    def score(self, record, floor: float, fuzzy: bool = True) -> list[tuple[float, int, bool]]:
+        """[(score, signature index, exact)] at or above floor, best first (exact first among equals).
+        fuzzy=False: word-for-word matches only (the cheap half; the caller bounds the costly one)."""
         ids, penalty = self.candidates(record)
         if not ids or not record.message.strip():
             return []
@@ -175,7 +176,7 @@ class Table:
         if not ids:
             return []
         out = []
-        fuzzy = []
+        fuzzy_ids = []
         message, canon = record.message, record.canon
         for i in ids:
             sig = self.sigs[i]
@@ -189,12 +190,12 @@ class Table:
             elif not sig.get("nums") or record.numbers.issuperset(sig["nums"]):
                 # fuzzy: masking makes every number alike, so a number the template spells out
                 # ("KV cache usage: 100.0%") must be in the line as written, or this is another message
-                fuzzy.append(i)
-        if fuzzy:
+                fuzzy_ids.append(i)
+        if fuzzy and fuzzy_ids:
             from rapidfuzz import fuzz, process
 
             # the C++ loop gives the raw partial score; the length discount is applied to survivors
-            choices = [self.sigs[i]["norm"] for i in fuzzy]
+            choices = [self.sigs[i]["norm"] for i in fuzzy_ids]
             for _, raw, k in process.extract(line, choices, scorer=fuzz.partial_ratio, score_cutoff=floor, limit=None):
                 s = pair_score(line, choices[k], raw) - penalty
                 if record.kind == "bare" and len(choices[k]) < MIN_DISTINCT:
@@ -202,7 +203,7 @@ class Table:
                     # is a resemblance, not a quote
                     s *= len(choices[k]) / MIN_DISTINCT
                 if s >= floor:
-                    out.append((s, fuzzy[k], False))
+                    out.append((s, fuzzy_ids[k], False))
         if record.kind == "exception" and self.phrases:
             self._phrase_scores(line, ids, out)
         out.sort(key=lambda t: (-t[0], not t[2]))

@@ -164,6 +164,19 @@ def _continues(prev: str, nxt: str) -> bool:
     return nxt[:1].islower() or nxt[:1].isdigit() or nxt[:1] in ")]},;"
 
 
+# a progress bar ("shards: 100% Completed | 30/30", "45%|####  | 9/20 [00:03<00:04, 2.1it/s]")
+_PROGRESS_RE = Lazy(r"\d%\s*(?:\||Completed)|\bit/s\b|s/it\b")
+
+
+def _own_line(nxt: str) -> bool:
+    """A line vLLM prints on its own (a progress bar, a start-up milestone) is never the rest of the
+    line above, even when that one was cut mid-word."""
+    from .evidence import MILESTONE_WORDS
+
+    s = nxt.lstrip()
+    return bool(_PROGRESS_RE.search(s)) or s.startswith(MILESTONE_WORDS)
+
+
 def _join(prev: str, nxt: str) -> str:
     # a wrap inside "(3984)" or a path loses no space; a wrap between words did
     if prev.endswith(("(", "[", "/", "-", "_")) or nxt.startswith((")", "]", ".", ",", ";", ":")):
@@ -254,7 +267,7 @@ def segment_parsed(parsed: list[tuple]) -> tuple[list[Record], frozenset[str]]:
             nl, nxt, nlevel, nprefixed, nfence = parsed[i]
             if nfence or nlevel or (nprefixed and not prefixed) or _FRAME_RE.match(nxt) or _BREAK_RE.match(nxt):
                 break
-            if _exception(nxt.strip()) or not _continues(message, nxt):
+            if _exception(nxt.strip()) or not _continues(message, nxt) or _own_line(nxt):
                 break
             message = _join(message, nxt)
             i += 1

@@ -23,6 +23,7 @@ CUTOFF = 80.0  # a confident match scores at least this...
 MARGIN = 8.0  # ...and beats the best other entry for the same line by this much
 POSSIBLE = 55.0  # shown as "possible" when nothing is confident
 STAGE_BONUS = 10.0  # the traceback shows the stage (load, CUDA-graph capture, serving) an entry is about
+EXACT_BONUS = 10.0  # the line holds this wording word for word; another entry's only resembles it
 MAX_RECORDS = 5000  # distinct records kept from one input (bounded memory on huge logs)
 MAX_CONTEXT = 4 << 20  # characters of text kept for reading numbers off other lines
 MAX_SCORED = 400  # distinct records given a fuzzy score (see Matcher._bounded)
@@ -120,6 +121,8 @@ class Matcher:
         self.entries = index["entries"]
         self.table = Table(index["signatures"], index.get("vocab"), index.get("groups"))
         self.anchors = [a.encode() for a in index.get("anchors", ["rror", "WARN"])]
+        self.words = [a.encode() for a in index.get("words", ())]
+        self.cover = [a.encode() for a in index.get("cover", ())]
         base = base_url or os.environ.get("KVKB_BASE_URL") or DEFAULT_BASE_URL
         self.base_url = base.rstrip("/") + "/"
 
@@ -147,13 +150,13 @@ class Matcher:
     def match_stream(self, stream: BinaryIO) -> Report:
         stats = read.Stats()
         records: list[Record] = []
-        seen: set[tuple] = set()
+        seen: dict[tuple, int] = {}  # record key -> its place in records
         cues: set[str] = set()
         context: list[tuple[int, str]] = []  # (start-up, text): numbers for the fix come from the root's start-up
         kept = 0
         literal = self.table.literal_numbers
         scanner = Scanner()
-        for first, offset, window in read.windows(stream, self.anchors, stats):
+        for first, offset, window in read.windows(stream, self.anchors, stats, self.words, self.cover):
             lines = split_lines(window)
             # past read.LINE_LIMIT a big log is not line-counted: number the window's lines from 1
             # for segmenting, then the records carry the window's byte offset instead
@@ -170,12 +173,19 @@ class Matcher:
             for r in recs:
                 # numbers are masked in norm; a line holding a number some template spells out
                 # ("usage: 100.0%") is kept by its own text, since where that number stands matters
-                # ("hit rate: 100.0%" is not "usage: 100.0%"). The same error in each start-up of a
-                # crash loop is kept once per start-up.
-                key = (r.kind, r.type, r.message if literal and not r.numbers.isdisjoint(literal) else r.norm, r.startup)
-                if key in seen or len(seen) >= MAX_RECORDS:
+                # ("hit rate: 100.0%" is not "usage: 100.0%"). The same error again in a later
+                # start-up of a crash loop takes the earlier one's place (the last failure is reported).
+                key = (r.kind, r.type, r.message if literal and not r.numbers.isdisjoint(literal) else r.norm)
+                at = seen.get(key)
+                if at is not None:
+                    if r.startup > records[at].startup:
+                        records[at] = r
                     continue
-                seen.add(key)
+                # past the cap only errors and warnings are kept: ordinary lines cannot crowd them out
+                if len(seen) >= MAX_RECORDS and (len(seen) >= 2 * MAX_RECORDS or (
+                        r.kind not in ("exception", "inner") and r.level not in ("ERROR", "CRITICAL", "WARNING"))):
+                    continue
+                seen[key] = len(records)
                 records.append(r)
         report = self._decide(records, frozenset(cues), context, scanner)
         report.bytes, report.lines, report.records = stats.bytes, stats.lines, len(records)
@@ -220,16 +230,18 @@ class Matcher:
             return None
         return frames if frames != self._entry_stage(entry) else None
 
-    def _score_record(self, record: Record, global_stage: str | None, fuzzy: bool = True):
-        """[(final, base, sig index, record stage)] per entry (best signature each), best first."""
-        scored = self.table.score(record, POSSIBLE - STAGE_BONUS, fuzzy)
+    def _score_record(self, record: Record, global_stage: str | None, fuzzy: bool = True, prepared=False):
+        """[(final, base, sig index, record stage, exact)] per entry (best signature each), best first."""
+        if prepared is False:
+            prepared = self.table.prepare(record)
+        scored = self.table.finish(record, prepared, POSSIBLE - STAGE_BONUS, fuzzy)
         if not scored:
             return []
         record_stage = stage(record.cues) or record.stage or global_stage
         best: dict[int, tuple[float, float, bool, int]] = {}
         for base, si, is_exact in scored:
             ei = self.table.sigs[si]["entry"]
-            final = base + self._entry_bonus(self.entries[ei], record_stage)
+            final = base + self._entry_bonus(self.entries[ei], record_stage) + (EXACT_BONUS if is_exact else 0.0)
             cur = best.get(ei)
             # among one entry's wordings: the higher score, then the one the line holds word for word
             if cur is None or (final, base, is_exact) > cur[:3] or (
@@ -237,7 +249,7 @@ class Matcher:
             ):
                 best[ei] = (final, base, is_exact, si)
         ranked = sorted(best.values(), key=lambda t: (-t[0], -t[1], not t[2]))
-        return [(f, b, si, record_stage) for f, b, _, si in ranked]
+        return [(f, b, si, record_stage, x) for f, b, x, si in ranked]
 
     def _variant_better(self, record: Record, si: int, sj: int) -> bool:
         """Two wordings of one entry tie after canonicalisation ("models's"): prefer the one the log really has."""
@@ -256,18 +268,21 @@ class Matcher:
         contexts: dict[int, dict] = {}
         first_error = None
         unmatched: list[Record] = []  # exceptions no entry resembles: candidates for a non-memory root cause
-        fuzzy = self._fuzzy_budget(records)
+        prepared = {id(r): self.table.prepare(r) for r in records}
+        fuzzy = self._fuzzy_budget([r for r in records if prepared[id(r)] and prepared[id(r)][1]])
         for rec in records:
             if first_error is None and (rec.kind in ("exception", "inner") or rec.level in ("ERROR", "CRITICAL")):
                 first_error = rec
-            ranked = self._score_record(rec, global_stage, id(rec) in fuzzy)
+            ranked = self._score_record(rec, global_stage, id(rec) in fuzzy, prepared[id(rec)])
             if rec.kind in ("exception", "inner") and rec.type and (not ranked or ranked[0][1] < CUTOFF):
                 unmatched.append(rec)  # no entry's wording is in it (a resemblance at most)
             if not ranked:
                 continue
-            final, base, si, rstage = ranked[0]
+            final, base, si, rstage, exact = ranked[0]
             runner = ranked[1] if len(ranked) > 1 else None
-            is_conf = base >= CUTOFF and (runner is None or final - runner[0] >= MARGIN)
+            # a word-for-word wording beats another entry's resemblance however close; between two
+            # exact wordings (or two resemblances) the margin decides
+            is_conf = base >= CUTOFF and (runner is None or final - runner[0] >= MARGIN or (exact and not runner[4]))
             entry = self.entries[self.table.sigs[si]["entry"]]
             eid = entry["id"]
             against = self._stage_contradicts(entry, rec) if is_conf else None
@@ -328,18 +343,20 @@ class Matcher:
         if not_memory is not None:
             report.not_memory = {"line": not_memory.line, "text": not_memory.text[:500], "type": not_memory.type}
         if root is None:
-            # an INFO line ("INFO:     127.0.0.1 - ...") is never shown as the error
-            shown = not_memory or first_error or next((r for r in records if r.level not in ("INFO", "DEBUG")), None)
+            # only an error is shown as the error (never an INFO line or a person's prose); the
+            # new-entry link still quotes the first line worth quoting
+            shown = not_memory or first_error
             report.first_error = shown.text if shown else None
+            shown = shown or next((r for r in records if r.level not in ("INFO", "DEBUG")), None)
             report.new_issue_url = new_issue_url(shown.norm if shown else "", shown.text if shown else "")
         return report
 
     @staticmethod
     def _fuzzy_budget(records: list[Record]) -> set[int]:
-        """ids of the records that get a fuzzy score: at most MAX_SCORED, errors before log lines
-        and prose, the last start-up first, later lines first. Every record still gets the cheap
-        word-for-word check, so an exact line is never lost; a paste of thousands of distinct
-        lines costs a bounded time, also on pure-Python rapidfuzz."""
+        """ids of the records (those the cheap prefilter left a fuzzy candidate for) that get a fuzzy
+        score: at most MAX_SCORED, errors before log lines and prose, the last start-up first, later
+        lines first. Every record still gets the cheap word-for-word check, so an exact line is never
+        lost; a paste of thousands of distinct lines costs a bounded time, also on pure-Python rapidfuzz."""
         if len(records) <= MAX_SCORED:
             return {id(r) for r in records}
         rank = {"exception": 0, "inner": 0, "log": 1, "bare": 2}
@@ -366,7 +383,7 @@ class Matcher:
                 ranked = self._score_record(rec, global_stage) if len(literal) >= 12 else []
                 if not ranked:
                     continue
-                final, base, si, _ = ranked[0]
+                final, base, si, _, _ = ranked[0]
                 eid = self.entries[self.table.sigs[si]["entry"]]["id"]
                 if base < CUTOFF:
                     tier = "possible"
@@ -455,9 +472,15 @@ _NOT_ROOT_TYPES = ("SystemExit", "KeyboardInterrupt", "CancelledError", "Generat
 _WRAPPER_WORDS = ("root cause", "stack trace", "stacktrace", "hit an exception", "See the above", "see above")
 
 
+# The host ran out of memory and killed a process (kernel OOM killer, Kubernetes): a memory death
+# that vLLM itself never reports, whoever printed the line
+_HOST_OOM_WORDS = ("Out of memory: Kill", "oom-kill", "OOMKilled", "oom_reaper")
+
+
 def _memory_words(records: list[Record]) -> bool:
-    return any(r.kind in ("exception", "inner") or r.level in ("ERROR", "CRITICAL")
-               for r in records if any(w in r.message for w in _MEMORY_WORDS))
+    return any(((r.kind in ("exception", "inner") or r.level in ("ERROR", "CRITICAL"))
+                and any(w in r.message for w in _MEMORY_WORDS)) or any(w in r.message for w in _HOST_OOM_WORDS)
+               for r in records)
 
 
 def _non_memory_root(unmatched: list[Record], startup: int) -> Record | None:

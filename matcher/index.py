@@ -16,7 +16,7 @@ import os
 import sys
 
 # Bump when normalise(), the index layout or what is derived at build time changes.
-FORMAT = 11
+FORMAT = 20
 INDEX_NAME = ".index.marshal"
 EXPLAIN_NAME = ".index-explain.json"
 # Candidate lines in big logs: *Error / *Error: lines, vLLM's ERROR and WARNING log lines. Each
@@ -83,8 +83,10 @@ def signature_record(entry: int, sig_id: str, exception: str | None, level: str 
 
     from .literal import literal_form
     from .normalize import normalise
+    from .score import devices
 
     return {
+        "devices": sorted(devices(normalise(template_text))),
         "entry": entry,
         "id": sig_id,
         "exception": exception,
@@ -113,6 +115,7 @@ def build(entries) -> tuple[dict, dict]:
     index = {"format": FORMAT, "entries": [], "signatures": [], "anchors": list(BASE_ANCHORS)}
     explain = {}
     anchors = set(BASE_ANCHORS)
+    extra: set[str] = set()
     for ei, entry in enumerate(entries):
         top = entry.top_fix
         index["entries"].append(
@@ -138,14 +141,74 @@ def build(entries) -> tuple[dict, dict]:
             )
             short = (sig.exception or "").rsplit(".", 1)[-1]
             if sig.exception and not any(a in short for a in anchors):
-                anchors.add(short)
+                # a type vLLM rarely raises bare ("Exception"): its traceback ends in an *Error
+                # wrapper or ERROR lines, whose windows take it in; searched in the head only
+                extra.add(short)
             elif not sig.exception and sig.level in ("INFO", "DEBUG"):
                 anchors.add(_longest_literal(parts))
             # ERROR/CRITICAL log-line signatures need no anchor of their own: vLLM prints them next to
             # the exception (an *Error line) they report, and candidate windows take in 40 lines around
             # it. Each anchor is one more pass over a big log, so they are kept few.
+    # a message can stand bare in a log (quoted by a wrapper, printed by a launcher, pasted into prose
+    # by a person) and still needs finding; INFO lines have anchors of their own, and a wrapper alone
+    # is never an answer (it says the engine died, not why)
+    literal_texts = [" ".join(v for k, v in template.split(sig.template) if k == "lit")
+                     for entry in entries if entry.category.value not in ("engine-wrapper", "misinformation")
+                     for sig in entry.signatures if sig.exception or sig.level in ("WARNING", "ERROR")]
     index["anchors"] = minimal_anchors(anchors)
+    common = cover_anchors(literal_texts, anchors, MAX_COVER)
+    index["words"] = [a for a in minimal_anchors(common) if not any(b in a for b in index["anchors"])]
+    rest = cover_anchors(literal_texts, anchors | common, None) | extra
+    index["cover"] = [a for a in minimal_anchors(rest) if not any(b in a for b in index["anchors"] + index["words"])]
     return finish(index), explain
+
+
+# Lines a healthy server prints over and over (stats, access log, progress bars, request logs). An
+# anchor found in them would open a window on every such line of a big log, so none may occur here.
+PERIODIC = (
+    "Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 0 reqs, "
+    "Waiting: 0 reqs, GPU KV cache usage: 0.0%, Prefix cache hit rate: 0.0%, CPU KV cache usage: 0.0%",
+    "Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 0 reqs, Swapped: 0 reqs, "
+    "Pending: 0 reqs, GPU KV cache usage: 0.0%, CPU KV cache usage: 0.0%.",
+    'INFO:     127.0.0.1:49960 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+    'INFO:     127.0.0.1:49960 - "GET /metrics HTTP/1.1" 200 OK',
+    "Added request chatcmpl-0123456789abcdef. Received request cmpl-0123: prompt: 'Hello', params: "
+    "SamplingParams(n=1, temperature=0.7, top_p=1.0, max_tokens=512), prompt_token_ids: [1, 2], lora_request: None.",
+    "Finished request cmpl-0123. Aborted request cmpl-0123. Processed prompts: 100%|####| 16/16 "
+    "[00:01<00:00, 12.3it/s, est. speed input: 512.0 toks/s, output: 128.0 toks/s]",
+    "Loading safetensors checkpoint shards: 100% Completed | 4/4 [00:02<00:00, 1.9it/s] "
+    "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 100%|####| 67/67 [00:03<00:00, 19.5it/s]",
+    "Engine 000: Avg prompt throughput: 0.0 tokens/s, Prefix cache hit rate: 0.0%, External prefix cache hit rate",
+    "SpecDecoding metrics: Mean acceptance length: 2.1, Accepted throughput: 1.0 tokens/s, Drafted throughput",
+)
+# Each anchor is one more pass over a big log (~0.3 s/GB here): this many cover words are searched in
+# the whole log (they find most memory messages); the others only in its first read.COVER_LIMIT bytes
+MAX_COVER = 1
+
+
+def cover_anchors(literal_texts: list[str], have, limit: int | None) -> set[str]:
+    """Anchors that let a big log's scan find every wording even pasted bare (no exception type,
+    no log level: "The model's max seq len (29000) is larger than ..."). Greedy set cover over the
+    wordings' own words of 6+ characters, most wordings first, none that a healthy server prints
+    periodically; each anchor costs one more bytes.find pass, so they are few."""
+    import re
+
+    words_of = [{w for w in re.findall(r"[A-Za-z_][\w'-]{5,}", t)} for t in literal_texts]
+    periodic = " ".join(PERIODIC)
+    uncovered = [i for i, t in enumerate(literal_texts) if t and not any(a in t for a in have)]
+    out: set[str] = set()
+    while uncovered and (limit is None or len(out) < limit):
+        count: dict[str, int] = {}
+        for i in uncovered:
+            for w in words_of[i]:
+                if w not in periodic:
+                    count[w] = count.get(w, 0) + 1
+        if not count:
+            break  # a wording made only of periodic words: the scan cannot single it out
+        best = max(count, key=lambda w: (count[w], len(w), w))
+        out.add(best)
+        uncovered = [i for i in uncovered if best not in literal_texts[i]]
+    return out
 
 
 def minimal_anchors(anchors) -> list[str]:

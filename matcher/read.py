@@ -29,6 +29,10 @@ WINDOW_BYTES = 32 << 10  # context cap per side, whatever the line lengths
 FORWARD = WINDOW_BYTES + MAX_LINE  # bytes held back so a window never lacks its tail
 SPARE = 4 * (FORWARD + MAX_LINE)  # room for what is carried from one block to the next
 LINE_LIMIT = 64 << 20  # line numbers are counted this far into a big input
+# The cover anchors (words that find a wording pasted bare, with no type or level: see index.cover_anchors)
+# are searched this far into a big input; past it only the anchors every log needs (each one is a
+# pass over the bytes, and a 1 GB log must scan at 600 MB/s)
+COVER_LIMIT = 64 << 20
 
 # (first line number or None, byte offset of the window, text)
 Window = tuple
@@ -80,7 +84,8 @@ def _fill(stream: BinaryIO, view: memoryview) -> int:
     return got
 
 
-def windows(stream: BinaryIO, anchors: list[bytes], stats: Stats | None = None) -> Iterator[Window]:
+def windows(stream: BinaryIO, anchors: list[bytes], stats: Stats | None = None, words: list[bytes] = (),
+            cover: list[bytes] = ()) -> Iterator[Window]:
     """Yield (first line number or None, byte offset, text) windows in log order."""
     stats = stats if stats is not None else Stats()
     try:
@@ -97,9 +102,9 @@ def windows(stream: BinaryIO, anchors: list[bytes], stats: Stats | None = None) 
         return
     mapped = _mappable(stream) if start is not None else None
     if mapped is not None:
-        yield from _scan_mapped(stream, start, anchors, stats)
+        yield from _scan_mapped(stream, start, anchors, stats, words, cover)
     else:
-        yield from _scan(stream, head, anchors, stats)
+        yield from _scan(stream, head, anchors, stats, words, cover)
 
 
 def _mappable(stream) -> int | None:
@@ -143,7 +148,7 @@ def _forward(buf, pos: int, lines: int, stop: int) -> int:
     return pos
 
 
-def _scan_mapped(stream: BinaryIO, start: int, anchors: list[bytes], stats: Stats) -> Iterator[Window]:
+def _scan_mapped(stream: BinaryIO, start: int, anchors: list[bytes], stats: Stats, words=(), cover=()) -> Iterator[Window]:
     """Scan a regular file through a read-only mapping: positions are file offsets, nothing is copied
     but the windows. A big file is split at line ends into parts scanned at the same time by forked
     workers (the scan is CPU-bound: about five bytes.find passes); windows still come in log order."""
@@ -162,9 +167,9 @@ def _scan_mapped(stream: BinaryIO, start: int, anchors: list[bytes], stats: Stat
         except (OSError, ValueError):
             pass
         bounds = _parts(mm, start, size, _jobs())
-        workers = [_fork(mm, lo, hi, start, size, anchors) for lo, hi in zip(bounds[1:-1], bounds[2:])]
+        workers = [_fork(mm, lo, hi, start, size, anchors, words) for lo, hi in zip(bounds[1:-1], bounds[2:])]
         counter = [start, 1]  # newlines before counter[0] are in counter[1] - 1
-        for _, wins in _blocks(mm, bounds[0], bounds[1], start, size, anchors, stats, counter):
+        for _, wins in _blocks(mm, bounds[0], bounds[1], start, size, anchors, stats, counter, words, cover):
             yield from wins
         for k, worker in enumerate(workers):
             lo, hi = bounds[k + 1], bounds[k + 2]
@@ -175,7 +180,7 @@ def _scan_mapped(stream: BinaryIO, start: int, anchors: list[bytes], stats: Stat
                 stats.long_lines += long_lines
                 stats.windows += len(wins)
                 yield from ((None, off, text) for off, text in wins)
-            for _, wins in _blocks(mm, lo, hi, start, size, anchors, stats, None):  # what a worker did not do
+            for _, wins in _blocks(mm, lo, hi, start, size, anchors, stats, None, words):  # what a worker did not do
                 yield from wins
         stats.lines = None  # past LINE_LIMIT nobody counts
     finally:
@@ -185,7 +190,8 @@ def _scan_mapped(stream: BinaryIO, start: int, anchors: list[bytes], stats: Stat
         mm.close()
 
 
-def _blocks(mm, lo: int, hi: int, start: int, size: int, anchors: list[bytes], stats: Stats, counter: list | None):
+def _blocks(mm, lo: int, hi: int, start: int, size: int, anchors: list[bytes], stats: Stats, counter: list | None,
+            words=(), cover=()):
     """(block end, [windows]) for each CHUNK-sized block of [lo, hi); counter ([offset, line]) makes
     line numbers for windows within LINE_LIMIT of the start. Pages behind the scan are released."""
     import mmap
@@ -199,7 +205,8 @@ def _blocks(mm, lo: int, hi: int, start: int, size: int, anchors: list[bytes], s
             nl = mm.rfind(b"\n", pos, stop)
             stop = nl + 1 if nl >= 0 else stop
         wins = []
-        for ws, we in _spans(mm, _candidates(mm, pos, stop, anchors, size, stats), start, size):
+        here = (*words, *cover) if cover and pos - start < COVER_LIMIT else words
+        for ws, we in _spans(mm, _candidates(mm, pos, stop, anchors, size, stats, here), start, size):
             first = None
             if counter is not None and ws - start <= LINE_LIMIT:
                 for a in range(counter[0], ws, SLICE):  # mmap has no count(): count slice copies
@@ -254,7 +261,7 @@ def _parts(mm, start: int, size: int, jobs: int) -> list[int]:
     return bounds
 
 
-def _fork(mm, lo: int, hi: int, start: int, size: int, anchors: list[bytes]):
+def _fork(mm, lo: int, hi: int, start: int, size: int, anchors: list[bytes], words=()):
     """(pid, read end of a pipe) of a worker scanning [lo, hi); None when it cannot be started."""
     import marshal
 
@@ -280,7 +287,7 @@ def _fork(mm, lo: int, hi: int, start: int, size: int, anchors: list[bytes]):
         out: list[tuple[int, str]] = []
         held = 0
         upto = lo
-        for upto, wins in _blocks(mm, lo, hi, start, size, anchors, stats, None):
+        for upto, wins in _blocks(mm, lo, hi, start, size, anchors, stats, None, words):
             out.extend((off, text) for _, off, text in wins)
             held += sum(len(t) for _, _, t in wins)
             if held > WORKER_CAP:
@@ -352,7 +359,7 @@ def _spans(buf, hits: list[tuple[int, int]], floor: int, stop: int) -> list[list
     return spans
 
 
-def _scan(stream: BinaryIO, head: bytes, anchors: list[bytes], stats: Stats) -> Iterator[Window]:
+def _scan(stream: BinaryIO, head: bytes, anchors: list[bytes], stats: Stats, words=(), cover=()) -> Iterator[Window]:
     buf = bytearray(CHUNK + SPARE)
     view = memoryview(buf)
     n = len(head)  # buf[:n] holds data
@@ -402,7 +409,8 @@ def _scan(stream: BinaryIO, head: bytes, anchors: list[bytes], stats: Stats) -> 
         elif cut < 0:
             cut = n  # eof without a final newline
         in_long = long_next
-        hits = _candidates(buf, region, cut, anchors, n)
+        here = (*words, *cover) if cover and where[0][1] < COVER_LIMIT else words
+        hits = _candidates(buf, region, cut, anchors, n, None, here)
         for ws, we in _spans(buf, hits, 0, n):
             first = None
             if counting:
@@ -446,13 +454,17 @@ def _input_offset(where: list[tuple[int, int]], pos: int) -> int:
     return pos
 
 
-def _candidates(buf, start: int, stop: int, anchors: list[bytes], end: int, stats: Stats | None = None) -> list[tuple[int, int]]:
+def _candidates(buf, start: int, stop: int, anchors: list[bytes], end: int, stats: Stats | None = None,
+                words: list[bytes] = ()) -> list[tuple[int, int]]:
     """(line start, line end) of every line in buf[start:stop] holding an anchor, sorted. A line
-    longer than MAX_LINE is cut to MAX_LINE on each side of the anchor (buf[:end] holds data)."""
+    longer than MAX_LINE is cut to MAX_LINE on each side of the anchor (buf[:end] holds data).
+    `words` are anchors for messages standing bare or in an error: a hit on an INFO or DEBUG line
+    ("'gpu_memory_utilization': 0.9" in a config line) opens no window."""
     found: dict[int, int] = {}
     for s in range(start, stop, SLICE):
         e = min(stop, s + SLICE)
-        for anchor in anchors:
+        for anchor in (*anchors, *words):
+            word = anchor in words
             # a match may start in this slice and end in the next one
             p = buf.find(anchor, s, min(stop, e + len(anchor) - 1))
             while p >= 0:
@@ -462,8 +474,13 @@ def _candidates(buf, start: int, stop: int, anchors: list[bytes], end: int, stat
                     le = min(end, p + MAX_LINE)
                     if stats is not None and le < end:
                         stats.long_lines += 1
-                found[ls] = max(found.get(ls, 0), le)
+                head = min(p, ls + _LEVEL_HEAD)
+                if not (word and (buf.find(b"INFO", ls, head) >= 0 or buf.find(b"DEBUG", ls, head) >= 0)):
+                    found[ls] = max(found.get(ls, 0), le)
                 if le + 1 >= e:
                     break
                 p = buf.find(anchor, le + 1, min(stop, e + len(anchor) - 1))
     return sorted(found.items())
+
+
+_LEVEL_HEAD = 160  # bytes at a line's start where its prefixes (and so its log level) stand

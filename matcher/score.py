@@ -21,6 +21,15 @@ TOKEN_SHARE = 0.5  # a signature is scored only if the line has this share of it
 _WORD_RE = re.compile(r"[a-z_`']{4,}")
 
 
+# Accelerator names in a message: an OOM that names one device is not the same error as one that
+# names another ("XPU out of memory" is not "NPU out of memory", whatever the fuzzy score says)
+_DEVICE_RE = re.compile(r"\b(cuda|hip|xpu|npu|tpu|hpu)\b")
+
+
+def devices(norm: str) -> frozenset[str]:
+    return frozenset(_DEVICE_RE.findall(norm)) if any(d in norm for d in ("cuda", "hip", "pu")) else frozenset()
+
+
 PHRASE_WORDS = 4  # a run of this many words found in one entry's wordings only...
 PHRASE_HITS = 2  # ...this many times (overlapping: a 5-word run) names that entry in a reworded message
 PHRASE_SCORE = 82.0  # just above the confident cut-off: a typed exception with the entry's own words
@@ -168,13 +177,21 @@ class Table:
     def score(self, record, floor: float, fuzzy: bool = True) -> list[tuple[float, int, bool]]:
         """[(score, signature index, exact)] at or above floor, best first (exact first among equals).
         fuzzy=False: word-for-word matches only (the cheap half; the caller bounds the costly one)."""
+        return self.finish(record, self.prepare(record), floor, fuzzy)
+
+    def prepare(self, record) -> tuple | None:
+        """The cheap half: (exact matches, signatures left for a fuzzy score, penalty, candidates);
+        None when no signature shares enough words with the record."""
         ids, penalty = self.candidates(record)
         if not ids or not record.message.strip():
-            return []
+            return None
         line = record.norm
         ids = self._token_filter(line, ids)
         if not ids:
-            return []
+            return None
+        named = devices(line)
+        if named:
+            ids = [i for i in ids if not (d := self.sigs[i].get("devices")) or named.intersection(d)]
         out = []
         fuzzy_ids = []
         message, canon = record.message, record.canon
@@ -191,6 +208,15 @@ class Table:
                 # fuzzy: masking makes every number alike, so a number the template spells out
                 # ("KV cache usage: 100.0%") must be in the line as written, or this is another message
                 fuzzy_ids.append(i)
+        return out, fuzzy_ids, penalty, ids
+
+    def finish(self, record, prepared: tuple | None, floor: float, fuzzy: bool = True) -> list[tuple[float, int, bool]]:
+        """The costly half (rapidfuzz) on what prepare() left, then the ranking."""
+        if prepared is None:
+            return []
+        exact_out, fuzzy_ids, penalty, ids = prepared
+        out = list(exact_out)
+        line = record.norm
         if fuzzy and fuzzy_ids:
             from rapidfuzz import fuzz, process
 

@@ -63,7 +63,7 @@ CUES = {
     "serving": (
         "execute_model", "Error in model execution", "output_handler", "EngineCore encountered a fatal error", "run_busy_loop",
         "step_with_batch_queue", "engine_step", "_run_engine", "POST /v1/", "Background loop has errored",
-        "EngineDeadError", "Engine loop is not running",
+        "EngineDeadError", "Engine loop is not running", "wake_up", "cumem_allocator",
     ),
 }
 STAGE_ORDER = ("cudagraph", "startup", "serving")  # most specific first: capture runs _dummy_run, V0 profiling runs execute_model
@@ -159,7 +159,7 @@ def _continues(prev: str, nxt: str) -> bool:
     """Is `nxt` the rest of `prev`, cut by a terminal or an editor's hard wrap?"""
     if not nxt.strip() or nxt[:1].isspace():
         return False
-    if not prev.rstrip().endswith((".", "!", "?", ":")):
+    if not prev.rstrip().endswith((".", "!", "?", ":", ")", "]", "}")):
         return True
     return nxt[:1].islower() or nxt[:1].isdigit() or nxt[:1] in ")]},;"
 
@@ -213,6 +213,7 @@ def segment_parsed(parsed: list[tuple]) -> tuple[list[Record], frozenset[str]]:
     validation: Record | None = None  # the "N validation errors for X" record whose items follow
     i = 0
     n = len(parsed)
+    in_tb = False  # inside a traceback (after its header or a frame, before its exception line)
     while i < n:
         lineno, content, level, prefixed, fence = parsed[i]
         start = i
@@ -241,12 +242,17 @@ def segment_parsed(parsed: list[tuple]) -> tuple[list[Record], frozenset[str]]:
             records[-1].at = start
             continue
         frame = _FRAME_RE.match(content)
-        if frame or content[:1].isspace() or _CARET_RE.match(content) or _BREAK_RE.match(content) or stripped.startswith(_PYDANTIC_MORE):
+        # an indented line is a traceback's source line only inside a traceback; elsewhere it is
+        # text a person indented (a quoted message in a numbered list)
+        source = content[:1].isspace() and in_tb
+        if frame or source or _CARET_RE.match(content) or _BREAK_RE.match(content) or stripped.startswith(_PYDANTIC_MORE):
             # frames, source lines, carets: context for the record that follows
             found = cues_of(frame.group("func") or "") if frame else cues_here
             pending.extend((lineno, cue) for cue in found)
             global_cues |= found
+            in_tb = True
             continue
+        in_tb = False
         if level == "INFO" or level == "DEBUG":
             for cue in cues_here:
                 pending.append((-lineno, cue))  # negative: INFO reach applies
@@ -265,7 +271,11 @@ def segment_parsed(parsed: list[tuple]) -> tuple[list[Record], frozenset[str]]:
         joined = 0
         while i < n and joined < MAX_JOIN and len(message) < MAX_MESSAGE:
             nl, nxt, nlevel, nprefixed, nfence = parsed[i]
-            if nfence or nlevel or (nprefixed and not prefixed) or _FRAME_RE.match(nxt) or _BREAK_RE.match(nxt):
+            # a line with its own transport prefix is a line of its own (docker, Ray and k8s prefix
+            # every line they print); an INFO line is continued only mid-sentence
+            if nfence or nlevel or nprefixed or _FRAME_RE.match(nxt) or _BREAK_RE.match(nxt):
+                break
+            if level in ("INFO", "DEBUG") and not (nxt[:1].islower() or nxt[:1].isdigit()):
                 break
             if _exception(nxt.strip()) or not _continues(message, nxt) or _own_line(nxt):
                 break

@@ -424,7 +424,7 @@ class Matcher:
             signature={"id": sig["id"], "versions": sig["versions"], "engine": sig["engine"], "backend": sig["backend"]},
             line=rec.norm,
             text=rec.text,
-            line_no=rec.line,
+            line_no=_raising_line(rec, sig),
             offset=rec.offset,
             params=params,
             fix=next(iter(forms.values()), None),
@@ -494,6 +494,16 @@ def _non_memory_root(unmatched: list[Record], startup: int) -> Record | None:
             continue
         return r
     return None
+
+
+def _raising_line(rec: Record, sig: dict) -> int | None:
+    """The line where the matched wording starts: a message glued from several lines (a flattened
+    traceback, a hard wrap) is shown at the line that holds the error, not where the glue began."""
+    if not rec.joins:
+        return rec.line
+    head = next((lit.strip() for lit in sig.get("lits", ()) if len(lit.strip()) >= 8), "")
+    pos = rec.message.lower().find(head[:40].lower()) if head else -1
+    return rec.line_at(pos) if pos >= 0 else rec.line
 
 
 def _demote(m: Match, tier: str) -> None:

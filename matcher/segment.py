@@ -74,7 +74,7 @@ _FRAME_CUE_REACH = 400
 class Record:
     """One error message found in the log. (A plain class: dataclasses would import inspect, ~10 ms.)"""
 
-    __slots__ = ("line", "offset", "kind", "type", "level", "message", "cues", "at", "startup", "stage", "step",
+    __slots__ = ("line", "offset", "kind", "type", "level", "message", "cues", "at", "startup", "stage", "step", "joins",
                  "_norm", "_canon", "_numbers")
 
     def __init__(self, line: int, kind: str, type: str | None, level: str | None, message: str, cues: frozenset[str] = frozenset()):
@@ -86,6 +86,7 @@ class Record:
         self.message = message  # clean text, numbers kept, hard-wrapped lines joined
         self.cues = cues
         self.at = 0  # index of its first line in the parsed lines it came from
+        self.joins: tuple = ()  # (offset in message, line number) where each hard-wrapped line starts
         self.startup = 0  # which start-up of the server it belongs to (evidence.Scanner), 0: none seen
         self.stage: str | None = None  # the stage the log had reached (last milestone before it)
         self.step: str | None = None
@@ -119,6 +120,15 @@ class Record:
     @property
     def text(self) -> str:
         return f"{self.type}: {self.message}" if self.type else self.message
+
+    def line_at(self, pos: int) -> int | None:
+        """The log line holding character `pos` of the message (a hard-wrapped message spans several)."""
+        line = self.line
+        for offset, lineno in self.joins:
+            if offset > pos:
+                break
+            line = lineno if self.line is not None else None
+        return line
 
     @property
     def short_type(self) -> str | None:
@@ -214,6 +224,7 @@ def segment_parsed(parsed: list[tuple]) -> tuple[list[Record], frozenset[str]]:
     i = 0
     n = len(parsed)
     in_tb = False  # inside a traceback (after its header or a frame, before its exception line)
+    field: str | None = None  # the pydantic field path line just seen
     while i < n:
         lineno, content, level, prefixed, fence = parsed[i]
         start = i
@@ -229,10 +240,16 @@ def segment_parsed(parsed: list[tuple]) -> tuple[list[Record], frozenset[str]]:
         ):
             validation = None
         if validation is not None and item is None and _FIELD_RE.match(stripped):
-            continue  # the field path above a pydantic field error ("gpu_memory_utilization")
+            field = stripped  # the field path above a pydantic field error ("gpu_memory_utilization")
+            continue
         cues_here = cues_of(content)
         if item is not None:
             message, i = _join_item(item, parsed, i)
+            if field and not stripped.startswith(_PYDANTIC_ITEM):
+                # a constraint error ("Input should be less than or equal to 1") says nothing without
+                # its field: keep the two lines pydantic printed together, as it printed them
+                message = f"{field} {message}"
+            field = None
             cues = set(validation.cues) if validation is not None else set()
             cues |= _near(pending, lineno) | cues_here
             pending = []
@@ -269,7 +286,10 @@ def segment_parsed(parsed: list[tuple]) -> tuple[list[Record], frozenset[str]]:
         # join hard-wrapped continuation lines
         message = exc[1] if exc else stripped
         joined = 0
-        while i < n and joined < MAX_JOIN and len(message) < MAX_MESSAGE:
+        joins: list[tuple[int, int]] = []
+        # pydantic's "1 validation error for X" is followed by its field path, not by more of it
+        head = bool(exc) and exc[0].endswith("ValidationError") and _VALIDATION_HEAD_RE.match(message) is not None
+        while not head and i < n and joined < MAX_JOIN and len(message) < MAX_MESSAGE:
             nl, nxt, nlevel, nprefixed, nfence = parsed[i]
             # a line with its own transport prefix is a line of its own (docker, Ray and k8s prefix
             # every line they print); an INFO line is continued only mid-sentence
@@ -279,7 +299,9 @@ def segment_parsed(parsed: list[tuple]) -> tuple[list[Record], frozenset[str]]:
                 break
             if _exception(nxt.strip()) or not _continues(message, nxt) or _own_line(nxt):
                 break
+            before = len(message)
             message = _join(message, nxt)
+            joins.append((before + (len(message) - before - len(nxt.strip())), nl))
             i += 1
             joined += 1
         message = message[:MAX_MESSAGE]
@@ -289,6 +311,7 @@ def segment_parsed(parsed: list[tuple]) -> tuple[list[Record], frozenset[str]]:
             continue
         record = Record(lineno, rec_kind, exc[0] if exc else None, level, message, frozenset(cues))
         record.at = start
+        record.joins = tuple(joins)
         records.append(record)
         if exc and exc[0].endswith("ValidationError") and _VALIDATION_HEAD_RE.match(message):
             validation = record

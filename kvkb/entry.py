@@ -71,7 +71,11 @@ class Backend(str, Enum):
     cuda = "cuda"
     rocm = "rocm"
     cpu = "cpu"
-    xpu = "xpu"
+    xpu = "xpu"  # Intel GPUs
+    # accelerators served through platform plugins, whose OOM texts come from their own runtimes
+    npu = "npu"  # Ascend, vllm-ascend
+    tpu = "tpu"  # Google TPU, PyTorch/XLA or tpu-inference (JAX)
+    hpu = "hpu"  # Intel Gaudi, vllm-gaudi / HabanaAI fork
     any = "any"
 
 

@@ -47,8 +47,21 @@ def _cases():
         kwargs = dict((res.get("machine") or {}).get("llm_kwargs") or {})
         kwargs.update(_llm_kwargs(entries[eid].fixed_code or ""))
         if "kv_cache_memory_bytes" in kwargs:
-            cases.append(pytest.param(eid, kwargs, fixed, id=eid))
+            cases.append(pytest.param(eid, kwargs, fixed, _model_config(eid), id=eid))
     return cases
+
+
+def _model_config(eid: str) -> dict:
+    """The config.json of the model the entry's scenario runs (the shrunk audio model for the
+    multimodal entries, Qwen2.5-0.5B for most)."""
+    import yaml
+
+    scenario = ROOT / "reproductions" / "scenarios" / f"{eid}.yaml"
+    models = (yaml.safe_load(scenario.read_text()) or {}).get("models") if scenario.exists() else None
+    if not models:
+        return CONFIG
+    [local] = set(models.values())
+    return json.loads((ROOT / "reproductions" / "models" / local / "config.json").read_text())
 
 
 CASES = _cases()
@@ -58,9 +71,9 @@ def test_enough_fixed_runs_have_an_explicit_budget():
     assert len(CASES) >= 4, [c.id for c in CASES]
 
 
-@pytest.mark.parametrize("eid,kwargs,fixed", CASES)
-def test_fit_predicts_the_capacity_vllm_printed(eid, kwargs, fixed):
-    result = fit(CONFIG, kv_cache_memory=int(kwargs["kv_cache_memory_bytes"]), device="cpu",
+@pytest.mark.parametrize("eid,kwargs,fixed,config", CASES)
+def test_fit_predicts_the_capacity_vllm_printed(eid, kwargs, fixed, config):
+    result = fit(config, kv_cache_memory=int(kwargs["kv_cache_memory_bytes"]), device="cpu",
                  max_model_len=fixed["max_model_len"], max_num_seqs=kwargs.get("max_num_seqs"),
                  block_size=kwargs.get("block_size"), vllm_version="0.32.0")
     assert result.kv_tokens == fixed["kv_tokens"]

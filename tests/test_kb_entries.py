@@ -65,6 +65,14 @@ def test_related_ids_exist(entry):
         assert rel.id in _kb().entries, f"related id '{rel.id}' is not an entry in kb/"
 
 
+def test_related_links_go_both_ways(entry):
+    """A reader who lands on either page finds the other (issue 11: related links both ways)."""
+    entries = _kb().entries
+    for rel in entry.related:
+        back = {r.id for r in entries[rel.id].related}
+        assert entry.id in back, f"{rel.id} has no related link back to {entry.id}"
+
+
 def test_versions_are_valid_ranges(entry):
     ranges = [s.versions for s in entry.signatures] + [f.versions for f in entry.all_fixes]
     ranges += [r.versions for r in entry.references if r.versions]

@@ -54,6 +54,19 @@ def test_python_without_vllm_is_a_usage_error(one_entry_kb, capsys, monkeypatch)
     assert "cannot import vllm" in err and "Traceback" not in err
 
 
+def test_relative_python_path_is_made_absolute(one_entry_kb, capsys, monkeypatch, tmp_path):
+    """Runs start in their own folders: `--python .venv-vllm/bin/python` must reach them absolute
+    (it crashed with a FileNotFoundError traceback). Here the interpreter has no vllm, so the
+    check that imports it runs and fails cleanly: it found the interpreter."""
+    import os
+
+    monkeypatch.setenv("PYTHONPATH", "")
+    rel = os.path.relpath(sys.executable)
+    assert main(["verify", ENTRY, "--python", rel]) == 2
+    err = capsys.readouterr().err
+    assert "cannot import vllm" in err and os.path.abspath(rel) in err and "Traceback" not in err
+
+
 def test_env_names_the_default_python(one_entry_kb, capsys, monkeypatch):
     monkeypatch.setenv("KVKB_VLLM_PYTHON", "/nonexistent/python3")
     assert main(["verify", ENTRY]) == 2

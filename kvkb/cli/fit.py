@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from kvkb.fit.capacity import DEFAULT_VLLM_VERSION, fit
-from kvkb.fit.hfconfig import ConfigError, load_shape
+from kvkb.fit.hfconfig import ConfigError, load_shape, read_config
 from kvkb.fit.kvspec import VLLM_KV_CACHE_DTYPES, FitError
 from kvkb.fit.sizes import SizeError, parse_size, parse_tokens
 
@@ -21,6 +21,10 @@ k/m/g (decimal) forms: 24GiB, 80GB, 512MiB, 2G. Decimals are fine: --kv-cache-me
 With --kv-cache-memory (vLLM's "Available KV cache memory: X GiB" line) the answer is exact:
 no weight or activation estimate is involved. Otherwise weights come from the checkpoint
 (safetensors index) or the config's parameter count, and activations/CUDA graphs are a range.
+
+Speculative decoding (EAGLE, a draft model, MTP): the drafter's attention layers take KV from the
+same pool. --draft-config gives the draft's (or EAGLE head's) config.json; --draft-layers N alone
+adds N layers shaped like the target's (MTP), or with --draft-config overrides its layer count.
 
 MODEL may also name a shipped config: {names}
 """
@@ -62,6 +66,13 @@ def add_parser(sub) -> None:
                    help="cpu: vLLM's CPU backend rules (block 128, no async scheduling)")
     e.add_argument("--num-layers", type=int, metavar="N",
                    help="override num_hidden_layers (as hf_overrides={'num_hidden_layers': N})")
+    d = p.add_argument_group("speculative decoding (the drafter's KV shares the pool)")
+    d.add_argument("--draft-config", metavar="PATH",
+                   help="draft model / EAGLE head: folder with config.json, a config.json, or a shipped org/name")
+    d.add_argument("--draft-layers", type=int, metavar="N",
+                   help="alone: N draft layers shaped like the target's (MTP); with --draft-config: its layer count")
+    d.add_argument("--draft-tensor-parallel-size", type=int, metavar="N",
+                   help="as in speculative_config: 1 or the target's TP (default: the target's)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(run=run)
 
@@ -100,6 +111,10 @@ def _run(args) -> int:
         if gpu_mem is None:
             raise FitError(f"no GPU memory to size against: {detected}. Pass --gpu-memory SIZE (e.g. 79.2GiB "
                            "for an 80 GB H100 as CUDA reports it) or --kv-cache-memory SIZE")
+    draft_cfg = None
+    if args.draft_config:
+        draft_path, _ = _resolve_model(args.draft_config)
+        draft_cfg, _ = read_config(draft_path)
     weight_bytes = weight_source = None
     if kv_mem is None:
         from kvkb.fit.weights import weight_bytes as wb
@@ -119,6 +134,8 @@ def _run(args) -> int:
         device=args.device, enforce_eager=args.enforce_eager,
         hybrid_kv_cache_manager=not args.disable_hybrid_kv_cache_manager,
         weight_bytes=weight_bytes, weight_source=weight_source, name=args.model,
+        draft_config=draft_cfg, draft_layers=args.draft_layers,
+        draft_tensor_parallel_size=args.draft_tensor_parallel_size,
     )
     if detected:
         result.notes.insert(0, f"GPU memory detected: {detected}")

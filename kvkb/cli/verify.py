@@ -100,6 +100,13 @@ def run(args) -> int:
         return _usage(f"bad scenario: {exc}")
 
     python = args.python or os.environ.get("KVKB_VLLM_PYTHON") or sys.executable
+    # runs start in their own work folders: a relative path ("./.venv-vllm/bin/python") or a bare
+    # name on PATH must be made absolute here, or every run would fail to find it
+    if os.sep not in python:
+        import shutil
+
+        python = shutil.which(python) or python
+    python = os.path.abspath(python)
     if not (Path(python).is_file() and os.access(python, os.X_OK)):
         return _usage(f"no such Python interpreter: {python}")
     version, problem = vllm_version(python)

@@ -21,12 +21,7 @@ import math
 
 from kvkb.fit.hfconfig import ModelShape, dtype_bytes, model_dtype
 from kvkb.fit.sizes import GiB
-
-
-def _version(v: str) -> tuple[int, ...]:
-    from kvkb.fit.capacity import version_tuple
-
-    return version_tuple(v)
+from kvkb.fit.versions import version_tuple
 
 
 def activation_range(shape: ModelShape, *, tp: int, dtype: str, max_num_batched_tokens: int,
@@ -66,7 +61,7 @@ def estimate_budget(shape: ModelShape, *, gpu_memory: int, utilization: float, t
                                                max_num_batched_tokens=max_num_batched_tokens,
                                                max_num_seqs=max_num_seqs)
     nt_lo, nt_hi = (int(0.02 * GiB), int(0.2 * GiB)) if tp == 1 else (int(0.2 * GiB), int(0.6 * GiB))
-    cg_charged = _version(vllm_version) >= (0, 21, 0) and not enforce_eager
+    cg_charged = version_tuple(vllm_version) >= (0, 21, 0) and not enforce_eager
     if cg_charged:
         cg_lo, cg_hi = (int(0.05 * GiB), int(0.7 * GiB))
         if shape.moe or tp > 1:

@@ -11,7 +11,8 @@ Everything here follows vLLM 0.32.0 `v1/core/kv_cache_utils.py` (line numbers fr
   cdiv(min(window - 1 + in-flight tokens, max_model_len), block) + 1 (`kv_cache_interface.py:859`);
 - logged tokens = int(concurrency * max_model_len) (`get_kv_cache_capacity`, :2300);
 - fit check and the "estimated maximum model length" binary search run on available minus one
-  block, the null block BlockPool keeps (`get_kv_cache_configs`, :2626-2650; :1003; :2369).
+  block, the null block BlockPool keeps (`get_kv_cache_configs`, :2626-2650; :1003; :2369);
+- a speculative-decoding drafter's layers join the same pool (kvkb.fit.draft).
 Pure functions, stdlib only: kbmatch may import this on its hot path.
 """
 
@@ -19,27 +20,17 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from kvkb.fit.draft import Draft, draft_layout, with_draft
 from kvkb.fit.hfconfig import ModelShape, parse_config
 from kvkb.fit.kvspec import FitError, KVLayout, kv_layout
 from kvkb.fit.sizes import GiB, format_gib, human_bytes
+from kvkb.fit.versions import version_tuple  # noqa: F401 - re-exported: kvkb.fit.capacity.version_tuple
 
 DEFAULT_VLLM_VERSION = "0.32.0"
 
 
 def cdiv(a: int, b: int) -> int:
     return -(a // -b)
-
-
-def version_tuple(v: str) -> tuple[int, ...]:
-    parts = []
-    for p in str(v).lstrip("v").split(".")[:3]:
-        digits = "".join(ch for ch in p if ch.isdigit())
-        if not digits:
-            raise FitError(f"cannot read --vllm-version {v!r} (expected e.g. 0.32.0)")
-        parts.append(int(digits))
-    while len(parts) < 3:
-        parts.append(0)
-    return tuple(parts)
 
 
 def default_gpu_memory_utilization(vllm_version: str) -> float:
@@ -57,8 +48,15 @@ def reserves_null_block(vllm_version: str) -> bool:
 class Group:
     kind: str  # "full", "sliding" or "mla"
     num_layers: int
-    page_bytes: int  # one layer, one block
+    page_bytes: int  # one layer, one block (the widest layer's when block_bytes is set)
     sliding_window: int | None = None
+    # One block of the whole group when its layers' pages differ (a drafter with other KV heads):
+    # vLLM's UniformTypeKVCacheSpecs page is the sum of its layers' pages (kv_cache_interface.py:1253).
+    block_bytes: int | None = None
+
+    @property
+    def bytes_per_block(self) -> int:
+        return self.block_bytes if self.block_bytes is not None else self.num_layers * self.page_bytes
 
     def blocks_per_request(self, max_model_len: int, block_size: int, in_flight_tokens: int) -> int:
         if self.kind == "sliding":
@@ -71,6 +69,17 @@ def kv_groups(layout: KVLayout, block_size: int, *, hybrid_kv_cache_manager: boo
     """vLLM's KV cache groups for this layout (page sizes are uniform for every model we read)."""
     buckets: dict[tuple, int] = {}
     kinds = {layer.kind for layer in layout.layers}
+    kind_windows = {(layer.kind, layer.sliding_window) for layer in layout.layers}
+    pages = [layer.bytes_per_token * block_size for layer in layout.layers]
+    if len(kind_windows) == 1 and len(set(pages)) > 1:
+        # one type, different page sizes (target + a drafter with other heads): one group
+        # (`get_kv_cache_groups`, :2190, UniformTypeKVCacheSpecs.from_specs)
+        (kind, window), = kind_windows
+        return [Group(kind, len(pages), max(pages), window, block_bytes=sum(pages))]
+    if len(set(pages)) > 1:
+        raise FitError("layers of different kinds with different page sizes (e.g. a sliding-window model with "
+                       "a drafter of other KV heads): vLLM re-sizes blocks per layer "
+                       "(unify_kv_cache_spec_page_size), which kvkb fit does not model")
     for layer in layout.layers:
         kind, window = layer.kind, layer.sliding_window
         # --disable-hybrid-kv-cache-manager promotes sliding layers to full when both kinds exist
@@ -131,7 +140,7 @@ def _search(groups, bytes_per_block, block_size, in_flight, budget: int, upper: 
 
 def capacity(groups: list[Group], *, block_size: int, available: int, max_model_len: int,
              in_flight_tokens: int, null_block: bool = True, search_upper: int | None = None) -> Capacity:
-    bytes_per_block = max(g.num_layers * g.page_bytes for g in groups)
+    bytes_per_block = max(g.bytes_per_block for g in groups)
     num_blocks = max(available, 0) // bytes_per_block
     per_req = sum(g.blocks_per_request(max_model_len, block_size, in_flight_tokens) for g in groups)
     concurrency = num_blocks / per_req
@@ -181,6 +190,11 @@ class FitResult:
     max_concurrency_range: tuple[float, float] | None = None
     max_model_len_that_fits_range: tuple[int, int] | None = None
     budget: dict | None = None
+    # Speculative decoding (None / 0 without a drafter). bytes_per_token stays the target's;
+    # bytes_per_block and every capacity figure include the drafter's layers.
+    draft: dict | None = None
+    draft_bytes_per_token: int = 0
+    kv_tokens_without_draft: int | None = None
     suggestions: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     groups: list[dict] = field(default_factory=list)
@@ -253,18 +267,27 @@ def fit(config, *, kv_cache_memory: int | None = None, gpu_memory: int | None = 
         max_num_batched_tokens: int | None = None, device: str = "gpu", num_layers: int | None = None,
         enforce_eager: bool = False, hybrid_kv_cache_manager: bool = True,
         weight_bytes: int | None = None, weight_source: str | None = None,
-        name: str | None = None, suggest: bool = True) -> FitResult:
+        name: str | None = None, suggest: bool = True, draft_config=None, draft_layers: int | None = None,
+        draft_tensor_parallel_size: int | None = None) -> FitResult:
     """Size the KV cache for `config` (a config.json dict or a ModelShape).
 
     Give `kv_cache_memory` (bytes, e.g. from vLLM's "Available KV cache memory" line) for an exact
     answer; otherwise give `gpu_memory` (total bytes per GPU) and the non-KV memory is estimated as a
     stated range (see kvkb.fit.budget).
+
+    Speculative decoding: `draft_config` (the draft or EAGLE head's config.json dict, or a
+    ModelShape) and/or `draft_layers` (N layers shaped like the target's, e.g. MTP; with a config it
+    overrides its num_hidden_layers) add the drafter's layers to the KV pool (kvkb.fit.draft).
     """
     shape = _shape(config, num_layers, name)
     if device not in ("gpu", "cpu"):
         raise FitError(f"device must be 'gpu' or 'cpu', not {device!r}")
     tp = tensor_parallel_size
-    layout = kv_layout(shape, tensor_parallel_size=tp, kv_cache_dtype=kv_cache_dtype, dtype=dtype)
+    target_layout = kv_layout(shape, tensor_parallel_size=tp, kv_cache_dtype=kv_cache_dtype, dtype=dtype)
+    draft = draft_layout(shape, target_layout, draft_config=draft_config, draft_layers=draft_layers,
+                         tensor_parallel_size=tp, draft_tensor_parallel_size=draft_tensor_parallel_size,
+                         kv_cache_dtype=kv_cache_dtype, dtype=dtype)
+    layout = with_draft(target_layout, draft)
     bs = block_size or default_block_size(shape, device)
     if bs < 1:
         raise FitError("--block-size must be at least 1")
@@ -306,10 +329,11 @@ def fit(config, *, kv_cache_memory: int | None = None, gpu_memory: int | None = 
             raise FitError("give --kv-cache-memory (exact) or --gpu-memory (estimate)")
         from kvkb.fit.budget import estimate_budget  # only needed without --kv-cache-memory
 
+        w_bytes, w_source = _with_draft_weights(shape, draft, dtype, weight_bytes, weight_source, notes)
         budget = estimate_budget(shape, gpu_memory=gpu_memory, utilization=util, tp=tp,
                                  dtype=dtype, max_num_batched_tokens=mnbt, max_num_seqs=seqs,
                                  vllm_version=vllm_version, enforce_eager=enforce_eager,
-                                 weight_bytes=weight_bytes, weight_source=weight_source)
+                                 weight_bytes=w_bytes, weight_source=w_source)
         source = "estimated"
         avail_lo, avail_hi = budget["kv_low"], budget["kv_high"]
 
@@ -319,8 +343,8 @@ def fit(config, *, kv_cache_memory: int | None = None, gpu_memory: int | None = 
     result = FitResult(
         model=shape.name, vllm_version=vllm_version, device=device, kv_cache_dtype=layout.kv_dtype,
         block_size=bs, tensor_parallel_size=tp, max_model_len=mml, model_max_len=shape.max_model_len,
-        bytes_per_token=layout.bytes_per_token, bytes_per_block=lo.bytes_per_block,
-        bytes_per_token_formula=layout.formula, kv_memory_source=source, available_bytes=avail_lo,
+        bytes_per_token=target_layout.bytes_per_token, bytes_per_block=lo.bytes_per_block,
+        bytes_per_token_formula=target_layout.formula, kv_memory_source=source, available_bytes=avail_lo,
         num_blocks=lo.num_blocks, kv_tokens=lo.kv_tokens, max_concurrency=lo.max_concurrency,
         needed_bytes=lo.needed_bytes, fits=fits, max_model_len_that_fits=lo.max_len_fit,
         vllm_estimated_max_model_len=None if lo.fits else lo.vllm_estimate, no_memory=lo.no_memory,
@@ -328,6 +352,8 @@ def fit(config, *, kv_cache_memory: int | None = None, gpu_memory: int | None = 
         error_line=error_line(lo, mml), budget=budget, notes=notes,
         groups=[asdict(g) for g in groups],
     )
+    if draft is not None:
+        _describe_draft(result, draft, target_layout, lo, avail_lo, cap_for, bs, hybrid_kv_cache_manager)
     if source == "estimated":
         result.available_bytes_range = (avail_lo, avail_hi)
         result.kv_tokens_range = (lo.kv_tokens, hi.kv_tokens)
@@ -353,8 +379,37 @@ def fit(config, *, kv_cache_memory: int | None = None, gpu_memory: int | None = 
             tp=tp, kv_cache_dtype=kv_cache_dtype, dtype=dtype, block_size=block_size, mml=mml,
             max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens, device=device,
             enforce_eager=enforce_eager, hybrid=hybrid_kv_cache_manager, weight_bytes=weight_bytes,
-            weight_source=weight_source, seqs=seqs, layout=layout))
+            weight_source=weight_source, seqs=seqs, layout=target_layout, draft_config=draft_config,
+            draft_layers=draft_layers, draft_tp=draft_tensor_parallel_size))
     return result
+
+
+def _with_draft_weights(shape: ModelShape, draft: Draft | None, dtype: str, weight_bytes: int | None,
+                        weight_source: str | None, notes: list[str]) -> tuple[int | None, str | None]:
+    """Add a draft model's weights (estimated from its config) to the target's for the budget."""
+    if draft is None or draft.source != "config":
+        return weight_bytes, weight_source
+    from kvkb.fit.weights import estimate_from_config
+
+    if weight_bytes is None:
+        weight_bytes, weight_source = estimate_from_config(shape, dtype)
+    notes.append("draft weights are estimated from the draft config, embeddings included; an EAGLE head that "
+                 "shares the target's embeddings and LM head takes less")
+    return weight_bytes + draft.weight_bytes, f"{weight_source} + draft {draft.weight_bytes / 1e9:.2f} GB"
+
+
+def _describe_draft(result: FitResult, draft: Draft, target_layout: KVLayout, cap: Capacity, avail: int,
+                    cap_for, block_size: int, hybrid: bool) -> None:
+    result.draft = draft.to_json()
+    result.draft_bytes_per_token = draft.layout.bytes_per_token
+    alone = cap_for(avail, grp=kv_groups(target_layout, block_size, hybrid_kv_cache_manager=hybrid))
+    result.kv_tokens_without_draft = alone.kv_tokens
+    if alone.kv_tokens:
+        share = 100 * (alone.kv_tokens - cap.kv_tokens) / alone.kv_tokens
+        result.notes.append(
+            f"speculative decoding: the drafter's {draft.num_layers} KV layer{'s' if draft.num_layers > 1 else ''} "
+            f"({draft.layout.bytes_per_token:,} B/token) share the pool: {cap.kv_tokens:,} tokens instead of "
+            f"{alone.kv_tokens:,} from the same KV memory without them ({share:.1f}% fewer)")
 
 
 def _suggestions(shape: ModelShape, r: FitResult, lo: Capacity, hi: Capacity, locals_: dict) -> list[str]:
@@ -368,7 +423,9 @@ def _suggestions(shape: ModelShape, r: FitResult, lo: Capacity, hi: Capacity, lo
                   block_size=a["block_size"], max_model_len=a["mml"], max_num_seqs=a["max_num_seqs"],
                   max_num_batched_tokens=a["max_num_batched_tokens"], device=a["device"],
                   enforce_eager=a["enforce_eager"], hybrid_kv_cache_manager=a["hybrid"],
-                  weight_bytes=a["weight_bytes"], weight_source=a["weight_source"], suggest=False)
+                  weight_bytes=a["weight_bytes"], weight_source=a["weight_source"], suggest=False,
+                  draft_config=a["draft_config"], draft_layers=a["draft_layers"],
+                  draft_tensor_parallel_size=a["draft_tp"])
         kw.update(change)
         try:
             return fit(shape, **kw)

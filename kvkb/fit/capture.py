@@ -4,6 +4,9 @@ Run with a python that has vLLM (stdlib + vllm only; kvkb need not be installed 
 
     /work/venvs/vllm/bin/python kvkb/fit/capture.py                # all cases -> tests/data/fit-observations.json
     /work/venvs/vllm/bin/python kvkb/fit/capture.py --only qwen05-1gib --out /tmp/obs.json
+    # speculative decoding cases (a drafter's layers in the pool) -> their own file:
+    .venv-vllm/bin/python kvkb/fit/capture.py --only smollm2-eagle-1l --only smollm2-eagle-1l-150mib-fail \
+        --only smollm2-draft-2l-1kvh --out tests/data/fit-observations-spec-decode.json
 
 Each case starts one engine in its own process group (one at a time, killed afterwards) on a
 shipped config.json with random weights (`load_format="dummy"`, no hub access), a fixed
@@ -63,6 +66,18 @@ CASES: list[dict] = [
      "kv_cache_memory_bytes": 64 * MiB, "max_model_len": 32768, "max_num_batched_tokens": 2048},
     {"id": "deepseek-v2-lite-2l-mla", "model": "deepseek-ai--DeepSeek-V2-Lite-Chat", "num_layers": 2,
      "kv_cache_memory_bytes": 160 * MiB, "max_model_len": 32768, "max_num_batched_tokens": 2048},
+    # Speculative decoding: the drafter's attention layers join the same KV pool. The draft config
+    # is the target's config.json with `draft_overrides` applied (an EAGLE head is one Llama layer;
+    # the draft model has other KV heads, so its page differs from the target's).
+    {"id": "smollm2-eagle-1l", "model": "HuggingFaceTB--SmolLM2-135M-Instruct", "kv_cache_memory_bytes": 256 * MiB,
+     "speculative": {"method": "eagle", "num_speculative_tokens": 2, "draft_overrides": {"num_hidden_layers": 1}}},
+    {"id": "smollm2-eagle-1l-150mib-fail", "model": "HuggingFaceTB--SmolLM2-135M-Instruct",
+     "kv_cache_memory_bytes": 150 * MiB,
+     "speculative": {"method": "eagle", "num_speculative_tokens": 2, "draft_overrides": {"num_hidden_layers": 1}}},
+    {"id": "smollm2-draft-2l-1kvh", "model": "HuggingFaceTB--SmolLM2-135M-Instruct",
+     "kv_cache_memory_bytes": 256 * MiB,
+     "speculative": {"method": "draft_model", "num_speculative_tokens": 2,
+                     "draft_overrides": {"num_hidden_layers": 2, "num_key_value_heads": 1}}},
 ]
 
 CAPACITY = re.compile(r"(\w+) KV cache size: ([\d,]+) tokens, Maximum concurrency for ([\d,]+) tokens per "
@@ -88,6 +103,10 @@ def run_engine(case: dict) -> None:
             kwargs[k] = case[k]
     if "num_layers" in case:
         kwargs["hf_overrides"] = {"num_hidden_layers": case["num_layers"]}
+    if "speculative" in case:
+        spec = case["speculative"]
+        kwargs["speculative_config"] = {"method": spec["method"], "model": case["_draft_dir"],
+                                        "num_speculative_tokens": spec["num_speculative_tokens"]}
     llm = LLM(**kwargs)
     cfg = llm.llm_engine.vllm_config
     print("KVKB_SETTINGS " + json.dumps({
@@ -100,6 +119,15 @@ def run_engine(case: dict) -> None:
         "num_gpu_blocks": cfg.cache_config.num_gpu_blocks,
         "disable_hybrid_kv_cache_manager": bool(cfg.scheduler_config.disable_hybrid_kv_cache_manager),
     }), flush=True)
+
+
+def write_draft_config(target_config: Path, spec: dict, folder: Path) -> Path:
+    """The draft's config.json: the target's with spec["draft_overrides"] applied."""
+    cfg = json.loads(target_config.read_text(encoding="utf-8"))
+    cfg.update(spec.get("draft_overrides") or {})
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(cfg, indent=1), encoding="utf-8")
+    return folder
 
 
 def parse_log(text: str) -> dict:
@@ -126,6 +154,8 @@ def capture(case: dict, python: str, timeout: int) -> dict:
         mdir.mkdir()
         shutil.copy(MODELS / case["model"] / "config.json", mdir / "config.json")
         child = dict(case, _dir=str(mdir))
+        if "speculative" in case:
+            child["_draft_dir"] = str(write_draft_config(mdir / "config.json", case["speculative"], tmp / "draft"))
         env = dict(os.environ, VLLM_LOGGING_LEVEL="INFO", TOKENIZERS_PARALLELISM="false")
         env.pop("VLLM_CPU_KVCACHE_SPACE", None)
         t0 = time.monotonic()

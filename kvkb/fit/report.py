@@ -52,6 +52,11 @@ def render_text(r: FitResult, *, source_note: str | None = None) -> str:
     out.append(f"Bytes per token   {r.bytes_per_token:,} B ({human_bytes(r.bytes_per_token)})"
                f"{' per GPU' if r.tensor_parallel_size > 1 else ''}")
     out.append(f"                  = {r.bytes_per_token_formula}")
+    if r.draft:
+        d = r.draft
+        out.append(f"Draft KV          {r.draft_bytes_per_token:,} B per token, {d['num_layers']} layer"
+                   f"{'s' if d['num_layers'] > 1 else ''} in the same pool")
+        out.append(f"                  = {d['formula']}")
     out.append(f"Bytes per block   {r.bytes_per_block:,} B ({human_bytes(r.bytes_per_block)}, {r.block_size} tokens"
                + (f", widest of {len(r.groups)} KV groups" if len(r.groups) > 1 else "") + ")")
     if r.budget:

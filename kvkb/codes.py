@@ -35,6 +35,7 @@ CODES: dict[str, Code] = {
         Code("KB050", "unknown-fix-placeholder", "use a placeholder from the entry's signatures or one kbmatch derives"),
         Code("KB051", "ineffective-without-code", "give the ineffective fix a 'code' program so its failure is proven"),
         Code("KB052", "code-not-runnable", "broken_code/fixed_code must be valid Python with an `if __name__ == \"__main__\":` guard"),
+        Code("KB060", "raw-html", "write it as text: put tags and angle brackets in backticks (`<script>`) or reword; entry text lands on the site, where raw HTML would run in readers' browsers"),
     ]
 }
 

@@ -12,7 +12,7 @@ from typing import get_args
 from pydantic import BaseModel, ValidationError
 
 from . import yamlpos
-from .codes import EntryError, Problem
+from .codes import Problem
 from .entry import Entry
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -189,19 +189,6 @@ def load_kb(directory: Path | None = None, exclude: Path | None = None) -> KB:
         if located:
             kb.located[entry.id] = located
     return kb
-
-
-def load_valid_kb(directory: Path | None = None) -> dict[str, Entry]:
-    """For builds: all entries, or EntryError naming every problem (nothing half-built)."""
-    from .lint import lint_kb  # semantic checks live in lint; builds enforce them too
-
-    kb = load_kb(directory)
-    problems = kb.problems + lint_kb(kb, with_matcher=False)
-    if problems:
-        raise EntryError(problems)
-    if not kb.entries:
-        raise EntryError([Problem(str(directory or kb_dir()), 1, 1, "KB002", "no entries found (*.yaml)")])
-    return kb.entries
 
 
 def _shown(path: Path) -> str:

@@ -295,7 +295,7 @@ def load_explain(directory=None) -> dict:
 def _rebuild(directory: str, key: str) -> dict:
     from pathlib import Path
 
-    from kvkb.loader import load_valid_kb  # raises EntryError naming file:line:code
+    from kvkb.validate import load_valid_kb  # raises EntryError naming file:line:code
 
     entries = load_valid_kb(Path(directory))
     index, explain = build(list(entries.values()))

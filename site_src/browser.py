@@ -69,9 +69,15 @@ def serve(site_dir: Path):
         server.server_close()
 
 
+# Every host name but the test server's fails to resolve: a page that asks anything outside the
+# site gets ERR_NAME_NOT_RESOLVED (visible in the console log) instead of an answer.
+OFFLINE_FLAG = "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"
+
+
 @contextlib.contextmanager
-def chromium(width: int = 1280, height: int = 1000):
-    """A selenium driver for headless chromium with a fresh profile, closed on exit."""
+def chromium(width: int = 1280, height: int = 1000, offline: bool = False):
+    """A selenium driver for headless chromium with a fresh profile, closed on exit; offline: no
+    host but 127.0.0.1 resolves. The console log (driver.get_log("browser")) is kept."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -82,6 +88,9 @@ def chromium(width: int = 1280, height: int = 1000):
         options.add_argument(flag)
     options.add_argument(f"--user-data-dir={profile}")
     options.add_argument(f"--window-size={width},{height}")
+    if offline:
+        options.add_argument(OFFLINE_FLAG)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
     driver.set_page_load_timeout(30)
     try:
@@ -136,6 +145,72 @@ def search(driver, base_url: str, query: str, timeout: float = 15.0) -> list[str
                 return now[1]
         time.sleep(0.3)
     raise TimeoutError(f"search for {query[:60]!r} did not settle in {timeout} s (last: {last})")
+
+
+def wait_state(driver, element_id: str, done: tuple[str, ...] = ("done", "error"), timeout: float = 120.0,
+               since: float | None = None) -> str:
+    """Poll the element's data-state until it is one of done; the state reached."""
+    from selenium.webdriver.common.by import By
+
+    deadline = time.monotonic() + timeout
+    state = None
+    while time.monotonic() < deadline:
+        state = driver.find_element(By.ID, element_id).get_attribute("data-state")
+        if state in done:
+            return state
+        time.sleep(0.02)
+    raise TimeoutError(f"#{element_id} stayed {state!r} for {timeout} s (waiting for {done})")
+
+
+def open_diagnose(driver, base_url: str, timeout: float = 120.0) -> float:
+    """Open the diagnose page and wait until Python is ready; seconds from navigation to ready."""
+    start = time.monotonic()
+    driver.get(base_url + "diagnose/")
+    state = wait_state(driver, "kvkb-result", ("ready", "error"), timeout)
+    if state != "ready":
+        raise RuntimeError(f"the diagnose page did not start: {status_text(driver)}")
+    return time.monotonic() - start
+
+
+def status_text(driver) -> str:
+    from selenium.webdriver.common.by import By
+
+    return driver.find_element(By.ID, "kvkb-status").text
+
+
+def diagnose(driver, text: str | None = None, file: Path | None = None, timeout: float = 300.0) -> dict:
+    """Paste text (or choose a file, as a drop does) and press Diagnose; what the page shows:
+    {"json", "root_cause", "matches": [(id, confidence)], "state", "seconds"}."""
+    from selenium.webdriver.common.by import By
+
+    result = driver.find_element(By.ID, "kvkb-result")
+    driver.execute_script("arguments[0].dataset.state = 'submitted'", result)
+    start = time.monotonic()
+    if file is not None:
+        driver.find_element(By.ID, "kvkb-file").send_keys(str(Path(file).resolve()))
+    else:
+        # like a paste: the whole text at once (send_keys would type it key by key)
+        driver.execute_script("const p = arguments[0]; p.value = arguments[1]; p.dispatchEvent(new Event('input'))",
+                              driver.find_element(By.ID, "kvkb-paste"), text)
+        driver.find_element(By.ID, "kvkb-diagnose").click()
+    state = wait_state(driver, "kvkb-result", timeout=timeout)
+    seconds = time.monotonic() - start
+    raw = driver.find_elements(By.ID, "kvkb-json")
+    return {
+        "state": state,
+        "seconds": seconds,
+        "ms": result.get_attribute("data-ms"),
+        "json": raw[0].get_attribute("textContent") if raw else None,
+        "root_cause": result.get_attribute("data-root-cause"),
+        "matches": [(m.get_attribute("data-id"), m.get_attribute("data-confidence"))
+                    for m in driver.find_elements(By.CSS_SELECTOR, "#kvkb-result .kvkb-match")],
+    }
+
+
+def outside_requests(driver) -> list[str]:
+    """Console entries of requests that failed to resolve (with chromium(offline=True): any request
+    that left the site)."""
+    return [e["message"] for e in driver.get_log("browser") if "ERR_NAME_NOT_RESOLVED" in e.get("message", "")]
 
 
 def screenshot(driver, path: Path, full_page: bool = False) -> None:

@@ -224,8 +224,23 @@ def tag_anchor(tag: str) -> str:
     return f"tag:{_TAG_SLUG(tag, '-')}"
 
 
-def render_entry(entry: Entry, titles: dict[str, str], results: list[Results]) -> str:
-    """The page for one entry; titles maps every entry id to its title (for related links)."""
+DEFAULT_REPO_URL = "https://github.com/kvkb/kvkb"
+FIX_OUTCOMES = (("worked", "Yes, it worked"), ("did-not-work", "No, it did not"))
+
+
+def fix_report_url(repo_url: str, entry_id: str, fix_id: str, outcome: str) -> str:
+    """A prefilled .github/ISSUE_TEMPLATE/fix-report.yml issue: each query key is a form field id."""
+    from urllib.parse import urlencode
+
+    query = {"template": "fix-report.yml", "title": f"Fix report: {entry_id} / {fix_id}: {outcome}",
+             "entry": entry_id, "fix": fix_id, "outcome": outcome, "vllm-version": "", "gpu": ""}
+    return f"{repo_url.rstrip('/')}/issues/new?{urlencode(query)}"
+
+
+def render_entry(entry: Entry, titles: dict[str, str], results: list[Results], repo_url: str | None = None) -> str:
+    """The page for one entry; titles maps every entry id to its title (for related links); repo_url
+    (mkdocs' repo_url) receives the "Did this fix it?" reports."""
+    repo = repo_url or DEFAULT_REPO_URL
     ver = verification(entry, results)
     fix_status = {}
     for fix in entry.all_fixes:
@@ -242,6 +257,7 @@ def render_entry(entry: Entry, titles: dict[str, str], results: list[Results]) -
         tail=tail,
         run_sentence=run_sentence,
         upper_version=upper_version,
+        report_links=lambda fix_id: [(label, fix_report_url(repo, entry.id, fix_id, outcome)) for outcome, label in FIX_OUTCOMES],
         hl=changed_lines(entry.broken_code, entry.fixed_code) if entry.broken_code and entry.fixed_code else "",
     )
     # the page title is the error line users paste; tags feed the tags plugin

@@ -45,7 +45,7 @@ def sane_kb_copy(dest: Path) -> Path:
         data["related"] = [r for r in data.get("related", []) if r.get("id") in parsed]
         (dest / path.name).write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
     from kvkb.codes import EntryError
-    from kvkb.loader import load_valid_kb
+    from kvkb.validate import load_valid_kb
 
     for _ in range(50):  # drop entries that lint rejects (another helper may be mid-edit)
         try:

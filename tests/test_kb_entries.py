@@ -6,7 +6,8 @@ import pytest
 
 from kvkb import template
 from kvkb.entry import check_versions
-from kvkb.lint import code_problem, lint_kb
+from kvkb.lint import lint_kb
+from kvkb.validate import code_problem
 from kvkb.loader import entry_files, kb_dir, load_entry, load_kb
 from kvkb.params import DERIVED
 

@@ -9,7 +9,8 @@ import pytest
 
 from kvkb.cli.main import main
 from kvkb.codes import CODES, Problem
-from kvkb.lint import code_problem, lint_paths
+from kvkb.lint import lint_paths
+from kvkb.validate import code_problem
 
 FIXTURES = Path(__file__).parent / "data" / "broken-entries"
 
@@ -35,9 +36,10 @@ EXPECTED = [
     ("kb051-ineffective-without-code", "KB051", 29, 5, "- id: max-seq-len-kwarg"),
     # inside the code: the engine call that runs on import, at its own line and column
     ("kb052-code-without-main-guard", "KB052", 42, 3, '  LLM(model="MODEL")'),
+    ("kb060-raw-html", "KB060", 4, 1, "summary: The V0 CPU backend checks at startup <script>"),
 ]
 REQUIRED = {"KB001", "KB002", "KB003", "KB010", "KB011", "KB012", "KB013", "KB020", "KB021", "KB022", "KB030",
-            "KB040", "KB041", "KB042", "KB050", "KB051", "KB052"}
+            "KB040", "KB041", "KB042", "KB050", "KB051", "KB052", "KB060"}
 
 
 def test_fixtures_cover_every_required_code_and_exist():

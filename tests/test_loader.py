@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from kvkb.codes import EntryError
-from kvkb.loader import REPO_ROOT, dotted, kb_dir, load_entry, load_kb, load_valid_kb
+from kvkb.loader import REPO_ROOT, dotted, kb_dir, load_entry, load_kb
+from kvkb.validate import load_valid_kb
 
 FIXTURES = Path(__file__).parent / "data" / "broken-entries"
 BASELINE = FIXTURES / "ok-baseline.yaml"

@@ -14,7 +14,8 @@ import sys
 import pytest
 
 from kvkb import template
-from kvkb.loader import REPO_ROOT, kb_dir, load_valid_kb
+from kvkb.validate import load_valid_kb
+from kvkb.loader import REPO_ROOT, kb_dir
 from kvkb.site_src import browser
 
 pytestmark = pytest.mark.browser

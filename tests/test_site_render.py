@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kvkb.entry import Entry
+from kvkb.entry import Backend, Entry
 from kvkb.loader import REPO_ROOT
 from kvkb.site_src import render
 from kvkb.site_src.results import ResultsError, load_results, parse_results, tail, verification
@@ -260,3 +260,13 @@ def test_nav_tree_groups_like_the_index_and_lists_ids(entry):
 def test_templates_ship_with_the_package():
     names = {p.name for p in Path(render.TEMPLATES).iterdir()}
     assert {"entry.md.j2", "index.md.j2"} <= names
+
+
+@pytest.mark.parametrize("backend", [b.value for b in Backend])
+def test_each_signature_shows_its_backend_in_the_table_and_the_sample_label(entry, backend):
+    # plugin accelerators (npu, tpu, hpu) print their own OOM texts: the page must say whose text it is
+    sig = entry.signatures[0].model_copy(update={"backend": Backend(backend)})
+    md = _page(entry.model_copy(update={"signatures": [sig, *entry.signatures[1:]]}))
+    row = next(line for line in md.splitlines() if line.startswith(f"| {render.versions_text(sig.versions)} | {sig.engine.value} |"))
+    assert row.split(" | ")[2] == backend
+    assert f"· {sig.engine.value} engine · {backend} backend</p>" in md

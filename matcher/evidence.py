@@ -320,6 +320,9 @@ def hints(sc: Scanner, visible_error: bool) -> list[Hint]:
     blocks = val("device_blocks")
     if blocks is not None and blocks <= 0:
         empty.append(fact("device_blocks", f"vLLM found room for {_fmt(blocks)} KV cache blocks"))
+    tokens0 = val("kv_tokens")
+    if tokens0 is not None and tokens0 <= 0:
+        empty.append(fact("kv_tokens", "the KV cache holds no tokens at all"))
     raw = val("available_bytes")
     if raw is not None and raw <= 0:
         empty.append(fact("available_bytes", "the device reported no memory available for the KV cache"))

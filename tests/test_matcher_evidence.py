@@ -1,0 +1,133 @@
+"""matcher/evidence.py: what a log states before (or instead of) its error, and what that points to."""
+
+from __future__ import annotations
+
+import json
+
+from kvkb.matcher.evidence import Scanner, hints
+from kvkb.matcher.segment import parse
+
+from matcher_helpers import matcher
+
+V1_START = [
+    "(APIServer pid=1) INFO 11-20 10:12:01 [api_server.py:1805] vLLM API server version 0.10.1.1",
+    "(EngineCore_DP0 pid=9) INFO 11-20 10:12:02 [core.py:74] Initializing a V1 LLM engine (v0.10.1.1) with config: "
+    "model='Qwen/Qwen2.5-7B-Instruct', max_seq_len=32768, block_size=16",
+    "(EngineCore_DP0 pid=9) INFO 11-20 10:12:30 [gpu_model_runner.py:2007] Model loading took 15.2619 GiB and 53.18 seconds",
+]
+
+
+def scan(lines: list[str]) -> Scanner:
+    sc = Scanner()
+    sc.feed(parse([(i + 1, ln) for i, ln in enumerate(lines)]))
+    return sc
+
+
+def ids(sc: Scanner, visible: bool = False) -> list[tuple[str, str]]:
+    return [(h.entry, h.tier) for h in hints(sc, visible)]
+
+
+def test_a_healthy_startup_points_nowhere():
+    sc = scan(V1_START + [
+        "(EngineCore_DP0 pid=9) INFO 11-20 10:12:40 [gpu_worker.py:276] Available KV cache memory: 5.36 GiB",
+        "(EngineCore_DP0 pid=9) INFO 11-20 10:12:40 [kv_cache_utils.py:849] GPU KV cache size: 78,208 tokens",
+        "(EngineCore_DP0 pid=9) INFO 11-20 10:12:40 [kv_cache_utils.py:853] Maximum concurrency for 32,768 tokens per request: 2.39x",
+        "(APIServer pid=1) INFO:     Application startup complete.",
+    ])
+    assert ids(sc) == [] and not sc.truncated and sc.restarts == 0
+    assert sc.stage == "serving"
+
+
+def test_each_new_startup_is_counted_and_resets_the_numbers():
+    crash = ["(EngineCore_DP0 pid=9) INFO 11-20 10:12:40 [gpu_worker.py:276] Available KV cache memory: -1.5 GiB",
+             "(EngineCore_DP0 pid=9) ERROR 11-20 10:12:40 [core.py:708] EngineCore failed to start."]
+    sc = scan(V1_START + crash + V1_START + crash + V1_START)
+    assert sc.restarts == 2
+    assert ids(sc) == []  # the last start-up has not reached KV sizing: the earlier ones' numbers do not count
+
+
+def test_negative_or_zero_kv_memory_is_no_memory_for_the_cache():
+    for line in ("Available KV cache memory: -3.75 GiB", "# GPU blocks: 0, # CPU blocks: 2048",
+                 "# cuda blocks: 0, # CPU blocks: 4096", "GPU KV cache size: 0 tokens",
+                 "the rest of the memory reserved for KV Cache is -1.05GiB.",
+                 "Available memory: 0, total memory: 65452113920"):
+        got = ids(scan(V1_START + [f"INFO 11-20 10:12:40 [x.py:1] {line}"]))
+        assert got[:1] == [("no-memory-for-cache-blocks", "likely")], (line, got)
+
+
+def test_blocks_times_block_size_below_max_model_len():
+    sc = scan(["INFO 01-11 15:51:02 llm_engine.py:70] Initializing an LLM engine with config: model='m', max_seq_len=4096",
+               "INFO 01-11 15:51:18 llm_engine.py:275] # GPU blocks: 229, # CPU blocks: 512"])
+    [h] = hints(sc, False)
+    assert h.entry == "max-model-len-exceeds-kv-cache" and h.tier == "likely"
+    assert "229 blocks x 16 tokens = 3664 tokens" in h.facts[0].says
+    assert sc.values()["kv_tokens"] == 229 * 16
+
+
+def test_concurrency_below_one_and_a_kv_check_that_failed():
+    assert ids(scan(V1_START + ["INFO 1 [x.py:1] Maximum concurrency for 4096 tokens per request: 0.40x"]))[0] == \
+        ("max-model-len-exceeds-kv-cache", "likely")
+    # V1 prints the available memory, checks it, then prints the size: a failure in between is the check
+    failed = V1_START + ["(EngineCore_DP0 pid=9) INFO 11-25 18:39:23 [gpu_worker.py:348] Available KV cache memory: 0.44 GiB",
+                         "(EngineCore_DP0 pid=9) ERROR 11-25 18:39:23 [core.py:842] EngineCore failed to start."]
+    assert ids(scan(failed))[0] == ("max-model-len-exceeds-kv-cache", "likely")
+    # ...but not when vLLM got past the check and printed the size (the failure was something else)
+    passed = failed[:-1] + ["INFO 1 [kv_cache_utils.py:1] GPU KV cache size: 1,782,000 tokens", failed[-1]]
+    assert ids(scan(passed)) == []
+    # ...and not when the error itself is visible (then the error line decides)
+    assert ids(scan(failed), visible=True) == []
+
+
+def test_a_paste_cut_inside_a_traceback_is_truncated_and_its_deepest_call_counts():
+    lines = ["Traceback (most recent call last):",
+             '  File "/x/vllm/v1/core/kv_cache_utils.py", line 943, in get_kv_cache_config',
+             "    check_enough_kv_cache_memory(vllm_config, kv_cache_spec, available_memory)"]
+    sc = scan(lines)
+    assert sc.truncated
+    got = ids(sc)
+    assert got == [("no-memory-for-cache-blocks", "likely"), ("max-model-len-exceeds-kv-cache", "likely")]
+    assert not scan(lines + ["ValueError: something"]).truncated
+
+
+def test_frames_of_a_stage_alone_are_only_possible_unless_the_person_says_oom():
+    lines = ["Traceback (most recent call last):",
+             '  File "/x/vllm/entrypoints/llm.py", line 304, in generate',
+             "    outputs = self._run_engine(use_tqdm=use_tqdm)"]
+    assert ids(scan(lines)) == [("cuda-oom-during-serving", "possible")]
+    assert ids(scan(["With prompt_logprobs=1 I immediately get OOM:"] + lines)) == [("cuda-oom-during-serving", "likely")]
+
+
+def test_the_raise_line_inside_the_last_frame_is_evidence():
+    sc = scan(["Traceback (most recent call last):",
+               '  File "/x/vllm/worker/worker.py", line 500, in _check_if_gpu_supports_dtype',
+               '    raise ValueError("No available memory for the cache blocks. "'])
+    [h] = [h for h in hints(sc, False) if h.entry.startswith("raise:")]
+    assert h.entry == "raise:ValueError:No available memory for the cache blocks. " and h.tier == "likely"
+
+
+def test_engine_answers_a_cut_paste_as_likely_with_its_evidence():
+    text = "\n".join(V1_START + ["Traceback (most recent call last):",
+                                '  File "/x/vllm/v1/core/kv_cache_utils.py", line 943, in get_kv_cache_config',
+                                "    check_enough_kv_cache_memory(vllm_config, kv_cache_spec, available_memory)"]) + "\n"
+    report = matcher().match(text)
+    data = json.loads(json.dumps(report.to_dict()))
+    assert data["root_cause"] is None and data["truncated"] is True
+    top = data["matches"][0]
+    assert top["confidence"] == "likely" and top["confident"] is False
+    assert top["id"] in ("no-memory-for-cache-blocks", "max-model-len-exceeds-kv-cache")
+    assert [e["line"] for e in top["evidence"]] == [6, 4]  # the call, then where the cut traceback starts
+    assert "paste ends inside this traceback" in top["evidence"][1]["says"]
+    assert "Qwen/Qwen2.5-7B-Instruct" in (top["fix"] or "")  # the likely fix is filled from the log
+
+
+def test_restarts_and_the_last_startups_answer_in_the_text_report():
+    from kvkb.matcher.render import report_text
+
+    oom = ("(EngineCore_DP0 pid=9) ERROR 11-20 10:12:41 [core.py:708] torch.OutOfMemoryError: CUDA out of memory. "
+           "Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.55 GiB of which 1.12 GiB is free.")
+    text = "\n".join(V1_START + [oom] + V1_START + [oom]) + "\n"
+    report = matcher().match(text)
+    assert report.root_cause == "cuda-oom-during-startup" and report.restarts == 1
+    root = report.matches[0]
+    assert root.line_no == 8  # the second start-up's error, not the first
+    assert "1 restart (2 start-ups)" in report_text(report, 3, False)

@@ -271,11 +271,12 @@ VARIANTS = [
     {"kvkb-fit-util": "0.85", "kvkb-fit-kv-dtype": "fp8", "kvkb-fit-tp": "2"},
     {"kvkb-fit-gpu-memory": "139.8GiB", "kvkb-fit-block-size": "32", "kvkb-fit-max-model-len": "131072"},
     {"kvkb-fit-gpu-memory": "44.42GiB", "kvkb-fit-tp": "4", "kvkb-fit-kv-dtype": "fp8_e5m2", "kvkb-fit-util": "0.95"},
+    {"kvkb-fit-draft-layers": "1", "kvkb-fit-max-model-len": "16384"},  # an EAGLE / MTP drafter shares the pool
 ]
 SET_INPUTS = """
 const [values] = arguments;
 const defaults = {"kvkb-fit-gpu-memory": "79.18GiB", "kvkb-fit-util": "", "kvkb-fit-max-model-len": "",
-                  "kvkb-fit-tp": "1", "kvkb-fit-kv-dtype": "auto", "kvkb-fit-block-size": ""};
+                  "kvkb-fit-tp": "1", "kvkb-fit-kv-dtype": "auto", "kvkb-fit-block-size": "", "kvkb-fit-draft-layers": ""};
 for (const [id, value] of Object.entries({...defaults, ...values})) document.getElementById(id).value = value;
 document.getElementById("kvkb-fit-result").dataset.state = "submitted";
 document.getElementById("kvkb-fit-run").click();
@@ -291,7 +292,7 @@ def test_the_calculator_equals_kvkb_fit_json(served):
     browser.wait_state(driver, "kvkb-fit-result", ("done", "error"), timeout=120)
     TIMINGS.setdefault("calculator_ready_s", []).append(time.monotonic() - start)
     models = [name for name, _ in shipped_configs()]
-    wrong, checked = [], 0
+    wrong, checked, drafted = [], 0, 0
     for i, name in enumerate(models):
         for variant in (VARIANTS[i % len(VARIANTS)], VARIANTS[(i + 2) % len(VARIANTS)]):
             driver.execute_script("document.getElementById('kvkb-fit-model').value = arguments[0]", name)
@@ -299,6 +300,7 @@ def test_the_calculator_equals_kvkb_fit_json(served):
             browser.wait_state(driver, "kvkb-fit-result", ("done", "error"), timeout=60)
             argv = json.loads(driver.find_element("id", "kvkb-fit-result").get_attribute("data-argv"))
             assert argv[0] == name
+            drafted += "--draft-layers" in argv
             cli = subprocess.run([str(BIN / "kvkb"), "fit", *argv, "--json"], capture_output=True, text=True, timeout=120)
             shown = driver.find_elements("id", "kvkb-fit-json")
             if cli.returncode == 2:  # bad input: the page shows the CLI's message instead
@@ -311,7 +313,7 @@ def test_the_calculator_equals_kvkb_fit_json(served):
             checked += 1
             if not ok:
                 wrong.append((name, argv))
-    assert checked >= 2 * len(models)
+    assert checked >= 2 * len(models) and drafted >= 2  # the drafter option was exercised too
     assert not wrong, wrong
     driver.execute_script("document.getElementById('kvkb-fit-model').value = 'meta-llama/Llama-3.1-8B-Instruct'")
     driver.execute_script(SET_INPUTS, {"kvkb-fit-max-model-len": "32768"})

@@ -7,6 +7,7 @@ const form = $("kvkb-fit-form"), result = $("kvkb-fit-result"), status = $("kvkb
 const model = $("kvkb-fit-model"), config = $("kvkb-fit-config"), gpu = $("kvkb-fit-gpu"), gpuMem = $("kvkb-fit-gpu-memory");
 const util = $("kvkb-fit-util"), maxLen = $("kvkb-fit-max-model-len"), tp = $("kvkb-fit-tp");
 const kvDtype = $("kvkb-fit-kv-dtype"), block = $("kvkb-fit-block-size"), run = $("kvkb-fit-run");
+const draft = $("kvkb-fit-draft-layers");
 const PASTE = "__paste__";
 const opened = performance.now();
 
@@ -42,6 +43,7 @@ export function argv() {
   opt("--tensor-parallel-size", tp.value);
   if (kvDtype.value && kvDtype.value !== "auto") opt("--kv-cache-dtype", kvDtype.value);
   opt("--block-size", block.value);
+  if (Number(draft.value) > 0) opt("--draft-layers", draft.value);
   return args;
 }
 

@@ -322,6 +322,10 @@ class Matcher:
             pool = primary or conf
             # the last start-up first; then the most severe; among equals the first in the log
             root = max(pool, key=lambda m: (m.startup, _SEVERITY.get(m.severity, 0), -conf.index(m)))
+        for m in conf:
+            if root is not None and m is not root and m.category == "engine-wrapper":
+                # the engine dying of the root cause: its own fix would compete with the root's
+                m.fix, m.fix_forms, m.notes = None, {}, {}
         likely: list[Match] = []
         if root is None:
             values = scanner.values() | fill.context_values(_context_text(context, last))

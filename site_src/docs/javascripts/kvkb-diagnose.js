@@ -138,9 +138,10 @@ function matchCard(m) {
   card.append(el("h3", {}, el("span", { class: `kvkb-badge kvkb-tier-badge`, text: TIERS[t] || t }), " ",
     el("a", { href: m.url, text: m.id })));
   if (m.title) card.append(el("p", { class: "kvkb-match-title", text: m.title }));
-  if (m.fix || m.fix_forms) {
+  // no fix shown where the CLI shows none (a wrapper under its root cause, a possible match)
+  const forms = m.fix_forms && Object.keys(m.fix_forms).length ? m.fix_forms : { cli: m.fix };
+  if (Object.values(forms).some((text) => text)) {
     card.append(el("p", {}, el("strong", { text: "Fix: " }), m.fix_title || ""));
-    const forms = m.fix_forms && Object.keys(m.fix_forms).length ? m.fix_forms : { cli: m.fix };
     for (const [kind, text] of Object.entries(forms)) {
       if (!text) continue;
       card.append(el("div", { class: "kvkb-fix-form" }, el("span", { class: "kvkb-form-label", text: kind }),

@@ -97,7 +97,7 @@ class Report:
         self.restarts = 0  # start-ups seen in the log, less one
         self.truncated = False  # the input ends inside a traceback, before its exception line
         self.not_memory: dict | None = None  # the visible root error, when it is not a memory error
-        self.step: str | None = None  # how far start-up got before the failure, in words
+        self.reached: str | None = None  # the last milestone of the last start-up ("KV cache sizing"), in words
 
     @property
     def confident(self) -> list[Match]:
@@ -110,6 +110,7 @@ class Report:
             "restarts": self.restarts,
             "truncated": self.truncated,
             "not_memory": self.not_memory,
+            "reached": self.reached,
             "first_error": self.first_error,
             "new_issue_url": self.new_issue_url,
         }
@@ -164,7 +165,7 @@ class Matcher:
             timeline = scanner.feed(parsed)
             recs, window_cues = segment_parsed(parsed)
             for r in recs:
-                r.startup, r.stage, r.step = timeline[r.at]
+                r.startup, r.stage, _ = timeline[r.at]
                 if first is None:
                     r.line, r.offset = None, offset
             cues |= window_cues
@@ -343,7 +344,7 @@ class Matcher:
         report = Report(root.id if root else None, ordered)
         report.restarts = scanner.restarts
         report.truncated = scanner.truncated
-        report.step = scanner.step
+        report.reached = scanner.step
         if not_memory is not None:
             report.not_memory = {"line": not_memory.line, "text": not_memory.text[:500], "type": not_memory.type}
         if root is None:

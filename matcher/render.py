@@ -112,6 +112,8 @@ def report_text(report, top: int, color: bool) -> str:
         if report.first_error:
             lines.append(f"  first error: {_short(report.first_error, 240)}")
     lines += _restarts(report, s)
+    if report.reached:
+        lines.append(s.dim(f"  the log's last start-up had reached: {report.reached}"))
     shown = report.matches[:top]
     likely = [m for m in shown if m.confidence == "likely"]
     for m in likely:

@@ -74,7 +74,7 @@ _FRAME_CUE_REACH = 400
 class Record:
     """One error message found in the log. (A plain class: dataclasses would import inspect, ~10 ms.)"""
 
-    __slots__ = ("line", "offset", "kind", "type", "level", "message", "cues", "at", "startup", "stage", "step", "joins",
+    __slots__ = ("line", "offset", "kind", "type", "level", "message", "cues", "at", "startup", "stage", "joins",
                  "_norm", "_canon", "_numbers")
 
     def __init__(self, line: int, kind: str, type: str | None, level: str | None, message: str, cues: frozenset[str] = frozenset()):
@@ -89,7 +89,6 @@ class Record:
         self.joins: tuple = ()  # (offset in message, line number) where each hard-wrapped line starts
         self.startup = 0  # which start-up of the server it belongs to (evidence.Scanner), 0: none seen
         self.stage: str | None = None  # the stage the log had reached (last milestone before it)
-        self.step: str | None = None
         self._norm: str | None = None
         self._canon: str | None = None
         self._numbers: set[float] | None = None

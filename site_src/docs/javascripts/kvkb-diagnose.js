@@ -116,6 +116,9 @@ function show(report, rawJson) {
       el("p", { class: "admonition-title", text: "The paste ends before the exception" }),
       el("p", { text: "Paste the rest of the log (the traceback's last lines name the error)." })));
   }
+  if (report.reached && !report.root_cause) {
+    parts.push(el("p", { class: "kvkb-note kvkb-reached", text: `The log's last start-up had reached: ${report.reached}.` }));
+  }
   if (typeof report.restarts === "number" && report.restarts > 0) {
     parts.push(el("p", { class: "kvkb-note kvkb-restarts", text: `The log holds ${report.restarts + 1} startups (${report.restarts} restart${report.restarts > 1 ? "s" : ""}); the answer is about the last one.` }));
   }

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from .normalize import Lazy, to_number
+from .segment import _FRAME_RE, _exception, MILESTONE_WORDS, MILESTONES
 
 # --- start-ups and milestones ------------------------------------------------------------------
 
@@ -24,38 +25,6 @@ _STARTUP = (
     ("engine", "Initializing a V1 LLM engine"),
     ("engine", "Initializing an LLM engine"),
 )
-# (substring, stage, step): the last one seen before an error says how far start-up got.
-# Stages are the matcher's ("startup", "cudagraph", "serving"); steps are for people.
-_MILESTONES = (
-    ("Starting to load model", "startup", "loading weights"),
-    ("Loading safetensors checkpoint shards", "startup", "loading weights"),
-    ("Loading weights took", "startup", "weights loaded"),
-    ("Loading model weights took", "startup", "weights loaded"),
-    ("Model loading took", "startup", "weights loaded"),
-    ("Memory profiling takes", "startup", "memory profiled"),
-    ("memory profiling", "startup", "memory profiled"),
-    ("Available KV cache memory", "startup", "KV cache sizing"),
-    ("the rest of the memory reserved for KV Cache", "startup", "KV cache sizing"),
-    ("blocks: ", "startup", "KV cache sizing"),
-    ("Available memory: ", "startup", "KV cache sizing"),
-    ("KV cache size: ", "startup", "KV cache sized"),
-    ("Maximum concurrency for", "startup", "KV cache sized"),
-    ("Capturing CUDA graph", "cudagraph", "CUDA-graph capture"),
-    ("Capturing cudagraphs", "cudagraph", "CUDA-graph capture"),
-    ("Capturing the model for CUDA graphs", "cudagraph", "CUDA-graph capture"),
-    ("CUDA graphs can take additional", "cudagraph", "CUDA-graph capture"),
-    ("to capture ACL graphs", "cudagraph", "graph capture"),
-    ("Graph capturing finished", "startup", "CUDA graphs captured"),
-    ("init engine (profile, create kv cache, warmup model) took", "startup", "engine initialised"),
-    ("Starting vLLM API server", "serving", "serving"),
-    ("Application startup complete", "serving", "serving"),
-    ("Uvicorn running on", "serving", "serving"),
-    ("Avg prompt throughput", "serving", "serving"),
-    ('"POST /v1/', "serving", "serving"),
-    ("Added request", "serving", "serving"),
-    ("Received request", "serving", "serving"),
-)
-MILESTONE_WORDS = tuple(m[0] for m in _MILESTONES)
 
 # --- numbers -------------------------------------------------------------------------------------
 
@@ -83,11 +52,9 @@ _NUMBER_RES = [(name, gate, Lazy(rx)) for name, gate, rx in _NUMBERS]
 
 # --- frames ------------------------------------------------------------------------------------
 
-_FRAME_RE = re.compile(r'^\s*File "(?P<path>[^"]*)", line \d+(?:, in (?P<func>[\w<>.]+))?')
 _RAISE_RE = Lazy(r"^\s*raise (?P<type>[A-Z]\w*(?:Error|Exception))\((?P<rest>.*)$")
 _STRING_RE = Lazy(r"""(?:f|r|fr|rf)?(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)')""")
 _CALL_RE = re.compile(r"(\w+)\(")
-_EXC_LINE_RE = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure)(?::|\(|$)")
 
 # The deepest vLLM function a cut traceback reached, and what it can raise. "likely": the function
 # exists to check or allocate that memory, so it raises little else; "possible": a stage where
@@ -115,6 +82,12 @@ FRAME_HINTS = (
 _HINT_FUNCS = {f: h for h in FRAME_HINTS for f in h[0]}
 # the person's own words: "I get OOM", "runs out of memory"
 _SAYS_OOM_RE = Lazy(r"(?i)\bOOMs?\b|out of memory|OutOfMemory")
+
+
+def _raises(line: str) -> bool:
+    """An exception line (a warning category is not one: it ends no traceback)."""
+    exc = _exception(line)
+    return exc is not None and not exc[0].endswith("Warning")
 
 
 class Fact:
@@ -223,7 +196,7 @@ class Scanner:
             return
         if stripped[:1] in "^~" and not stripped.strip("^~ "):
             return  # carets under a source line
-        if level not in ("INFO", "DEBUG", "WARNING") and _EXC_LINE_RE.match(stripped):
+        if level not in ("INFO", "DEBUG", "WARNING") and _raises(stripped):
             self.open_tb = None  # the traceback ended with its exception
             self.failure = Fact(lineno, stripped, "error")
         elif level in ("ERROR", "CRITICAL"):
@@ -242,7 +215,7 @@ class Scanner:
                 break
         cur = self.current
         if any(w in text for w in MILESTONE_WORDS):
-            for words, stage, step in _MILESTONES:
+            for words, stage, step in MILESTONES:
                 if words in text:
                     self.stage, self.step = stage, step
                     if step == "KV cache sizing":
@@ -267,7 +240,7 @@ class Scanner:
                     second = to_number(m.group(2))
                     if second is not None:
                         cur.extra["concurrency_x"] = (second, fact)
-        if level is None and _SAYS_OOM_RE.search(text) and not _EXC_LINE_RE.match(text):
+        if level is None and _SAYS_OOM_RE.search(text) and not _raises(text):
             cur.says_oom = Fact(lineno, text, "the person who pasted this says it ran out of memory")
 
     # --- what the facts say ---------------------------------------------------------------------

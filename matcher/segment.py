@@ -15,9 +15,9 @@ MAX_JOIN = 8  # continuation lines joined onto one hard-wrapped message
 
 _EXC_RE = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Warning|Interrupt|Exit|Failure))"
-    r"(?::\s?(?P<msg>.*)|\((?P<repr>.*)|(?<=Error)|(?<=Exception))$"
+    r"(?::\s?(?P<msg>.*)|\((?P<repr>.*)|(?<=Error)|(?<=Exception)|(?<=Interrupt)|(?<=Exit))$"
 )
-_FRAME_RE = re.compile(r'^\s*File "[^"]*", line \d+(?:, in (?P<func>[\w<>.]+))?')
+_FRAME_RE = re.compile(r'^\s*File "(?P<path>[^"]*)", line \d+(?:, in (?P<func>[\w<>.]+))?')
 _CARET_RE = re.compile(r"^\s*[\^~]+\s*$")
 _BREAK_RE = re.compile(
     r"^(?:Traceback \(most recent call last\):|The above exception was the direct cause|During handling of the above exception"
@@ -67,6 +67,40 @@ CUES = {
     ),
 }
 STAGE_ORDER = ("cudagraph", "startup", "serving")  # most specific first: capture runs _dummy_run, V0 profiling runs execute_model
+# Start-up milestones, (substring, stage, step): what vLLM logs as it gets further; the last one seen
+# before an error says how far start-up got (evidence.Scanner), and none of these lines is ever the rest
+# of a cut line above it.
+# Stages are the matcher's ("startup", "cudagraph", "serving"); steps are for people.
+MILESTONES = (
+    ("Starting to load model", "startup", "loading weights"),
+    ("Loading safetensors checkpoint shards", "startup", "loading weights"),
+    ("Loading weights took", "startup", "weights loaded"),
+    ("Loading model weights took", "startup", "weights loaded"),
+    ("Model loading took", "startup", "weights loaded"),
+    ("Memory profiling takes", "startup", "memory profiled"),
+    ("memory profiling", "startup", "memory profiled"),
+    ("Available KV cache memory", "startup", "KV cache sizing"),
+    ("the rest of the memory reserved for KV Cache", "startup", "KV cache sizing"),
+    ("blocks: ", "startup", "KV cache sizing"),
+    ("Available memory: ", "startup", "KV cache sizing"),
+    ("KV cache size: ", "startup", "KV cache sized"),
+    ("Maximum concurrency for", "startup", "KV cache sized"),
+    ("Capturing CUDA graph", "cudagraph", "CUDA-graph capture"),
+    ("Capturing cudagraphs", "cudagraph", "CUDA-graph capture"),
+    ("Capturing the model for CUDA graphs", "cudagraph", "CUDA-graph capture"),
+    ("CUDA graphs can take additional", "cudagraph", "CUDA-graph capture"),
+    ("to capture ACL graphs", "cudagraph", "graph capture"),
+    ("Graph capturing finished", "startup", "CUDA graphs captured"),
+    ("init engine (profile, create kv cache, warmup model) took", "startup", "engine initialised"),
+    ("Starting vLLM API server", "serving", "serving"),
+    ("Application startup complete", "serving", "serving"),
+    ("Uvicorn running on", "serving", "serving"),
+    ("Avg prompt throughput", "serving", "serving"),
+    ('"POST /v1/', "serving", "serving"),
+    ("Added request", "serving", "serving"),
+    ("Received request", "serving", "serving"),
+)
+MILESTONE_WORDS = tuple(m[0] for m in MILESTONES)
 _INFO_CUE_REACH = 10  # an INFO line counts as a cue only this close to the error
 _FRAME_CUE_REACH = 400
 
@@ -122,11 +156,13 @@ class Record:
 
     def line_at(self, pos: int) -> int | None:
         """The log line holding character `pos` of the message (a hard-wrapped message spans several)."""
+        if self.line is None:  # past the line-counted part of a big log
+            return None
         line = self.line
         for offset, lineno in self.joins:
             if offset > pos:
                 break
-            line = lineno if self.line is not None else None
+            line = lineno
         return line
 
     @property
@@ -180,8 +216,6 @@ _PROGRESS_RE = Lazy(r"\d%\s*(?:\||Completed)|\bit/s\b|s/it\b")
 def _own_line(nxt: str) -> bool:
     """A line vLLM prints on its own (a progress bar, a start-up milestone) is never the rest of the
     line above, even when that one was cut mid-word."""
-    from .evidence import MILESTONE_WORDS
-
     s = nxt.lstrip()
     return bool(_PROGRESS_RE.search(s)) or s.startswith(MILESTONE_WORDS)
 
@@ -298,9 +332,8 @@ def segment_parsed(parsed: list[tuple]) -> tuple[list[Record], frozenset[str]]:
                 break
             if _exception(nxt.strip()) or not _continues(message, nxt) or _own_line(nxt):
                 break
-            before = len(message)
             message = _join(message, nxt)
-            joins.append((before + (len(message) - before - len(nxt.strip())), nl))
+            joins.append((len(message) - len(nxt), nl))  # nxt starts with no space (_continues): it ends message
             i += 1
             joined += 1
         message = message[:MAX_MESSAGE]
@@ -312,7 +345,7 @@ def segment_parsed(parsed: list[tuple]) -> tuple[list[Record], frozenset[str]]:
         record.at = start
         record.joins = tuple(joins)
         records.append(record)
-        if exc and exc[0].endswith("ValidationError") and _VALIDATION_HEAD_RE.match(message):
+        if head:
             validation = record
             continue
         # wrappers that carry the real error inside their text

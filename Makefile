@@ -4,12 +4,21 @@ VENV := .venv
 BIN := $(VENV)/bin
 EXAMPLE := matcher/examples/engine-core-max-model-len.log
 
-.PHONY: run test setup node site-deps lint verify-cpu clean
+.PHONY: run test setup node site-deps lint verify-cpu lock clean
 
-$(BIN)/kvkb: pyproject.toml
-	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+# uv itself is pinned here and installed into build/uv (a bootstrap venv), so the lock is always
+# read by the same resolver; uv.lock pins every package of .venv, and `--locked` refuses a lock
+# that no longer matches pyproject.toml instead of quietly re-resolving it.
+UV_VERSION := 0.13.9
+UV := build/uv/bin/uv
+export UV_PYTHON_DOWNLOADS := never
+
+$(UV):
+	$(PY) -m venv build/uv
+	build/uv/bin/python -m pip install -q 'uv==$(UV_VERSION)'
+
+$(BIN)/kvkb: pyproject.toml uv.lock | $(UV)
+	$(UV) sync --locked --all-extras --python $(PY)
 	@touch $@
 
 setup: $(BIN)/kvkb
@@ -36,6 +45,10 @@ test: site-deps
 verify-cpu: setup
 	bash reproductions/setup-cpu-venv.sh .venv-vllm
 	$(BIN)/kvkb verify --backend cpu --python .venv-vllm/bin/python
+
+# After changing a dependency range in pyproject.toml: re-resolve and commit uv.lock.
+lock: | $(UV)
+	$(UV) lock
 
 clean:
 	rm -rf $(VENV) site .pytest_cache build/npm

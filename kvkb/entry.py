@@ -50,15 +50,19 @@ class Phase(str, Enum):
 
 
 class Category(str, Enum):
-    kv_capacity = "kv-capacity"
-    gpu_memory = "gpu-memory"
-    cpu_backend = "cpu-backend"
-    swap = "swap"
-    config = "config"
-    request = "request"
-    engine_wrapper = "engine-wrapper"
-    allocator = "allocator"
-    misinformation = "misinformation"
+    """What ran out, or what kind of check failed (the site's navigation groups by it)."""
+
+    kv_capacity = "kv-capacity"  # the KV-cache pool is too small for the lengths or batch asked
+    device_memory = "device-memory"  # an accelerator's own memory: CUDA/HIP/XPU/NPU/TPU/HPU OOM
+    host_memory = "host-memory"  # host RAM: swap space, CPU/KV offloading, OOM killer, /dev/shm
+    cpu_backend = "cpu-backend"  # the CPU backend's KV cache space
+    config = "config"  # a start-up check refuses a combination of settings
+    request = "request"  # one request exceeds a per-request limit
+    multimodal = "multimodal"  # an image/audio/video item exceeds a multimodal budget
+    sleep_mode = "sleep-mode"  # sleep / wake-up of the cumem allocator
+    engine_wrapper = "engine-wrapper"  # an error that wraps another (EngineDeadError)
+    internal = "internal"  # a vLLM invariant broke: a bug to report, not a setting
+    misinformation = "misinformation"  # advice or messages that circulate but are not vLLM's
 
 
 class Engine(str, Enum):

@@ -224,7 +224,7 @@ class Matcher:
         fit but the place does not (a CUDA OOM in weight repacking is no CUDA-graph capture OOM).
         Only for the out-of-memory-by-stage entries, and only from frames, never from the log's
         general progress. Returns the stage the frames show."""
-        if entry["category"] != "gpu-memory":
+        if entry["category"] != "device-memory":
             return None
         frames = stage(rec.cues)
         if frames is None:

@@ -24,13 +24,15 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 CATEGORY_TITLES = {
     Category.kv_capacity: "KV-cache capacity",
-    Category.gpu_memory: "GPU memory",
+    Category.device_memory: "Device memory (GPU and accelerators)",
+    Category.host_memory: "Host memory and offloading",
     Category.cpu_backend: "CPU backend",
-    Category.swap: "CPU swap space (V0)",
     Category.config: "Configuration checks",
     Category.request: "Per-request limits",
-    Category.engine_wrapper: "Engine-death wrappers",
-    Category.allocator: "Block allocator",
+    Category.multimodal: "Multimodal budgets",
+    Category.sleep_mode: "Sleep mode",
+    Category.engine_wrapper: "Wrappers of another error",
+    Category.internal: "vLLM internal errors",
     Category.misinformation: "Advice that does not work",
 }
 PHASE_TITLES = {

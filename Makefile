@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 EXAMPLE := matcher/examples/engine-core-max-model-len.log
 
-.PHONY: run test setup node site-deps lint verify-cpu lock clean
+.PHONY: run test setup node site-deps lint verify-cpu lock lock-check clean
 
 # uv itself is pinned here and installed into build/uv (a bootstrap venv), so the lock is always
 # read by the same resolver; uv.lock pins every package of .venv, and `--locked` refuses a lock
@@ -50,5 +50,9 @@ verify-cpu: setup
 lock: | $(UV)
 	$(UV) lock
 
+# CI: the committed lock still matches pyproject.toml (fails, naming the difference, when it does not)
+lock-check: | $(UV)
+	$(UV) lock --check
+
 clean:
-	rm -rf $(VENV) site .pytest_cache build/npm
+	rm -rf $(VENV) site .pytest_cache build/npm build/uv

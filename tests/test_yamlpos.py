@@ -1,8 +1,13 @@
 """kvkb.yamlpos: positions of keys and items, duplicate keys, and hostile YAML that must not crash."""
 
+import subprocess
+import sys
+
 import pytest
+import yaml
 
 from kvkb import yamlpos
+from kvkb.loader import load_entry
 
 DOC = """\
 # comment
@@ -62,9 +67,37 @@ def test_nested_aliases_are_walked_once_not_exponentially():
     assert len(loc.marks) < 500
 
 
-def test_deep_nesting_is_refused_not_a_segfault():
-    with pytest.raises(yamlpos.YamlSyntaxError, match="nested more than"):
-        yamlpos.load("[" * 100_000)
+# Deep nesting is stopped by whichever layer meets it first: libyaml's own limit (PyYAML >= 6.0.4
+# refuses ~1000 flow levels in its scanner), or yamlpos' depth check (block nesting below that
+# limit, and the pure-Python loader, which has none). Either way the author gets a KB001 at the line
+# where the nesting runs away, with its remedy; never a traceback, a RecursionError or a segfault.
+DEEP_FLOW = "id: deep\ntitle: a deep entry\nsignatures: " + "[" * 100_000 + "\n"
+DEEP_BLOCK = "id: deep\n" + "".join(f"{'  ' * i}k{i}:\n" for i in range(yamlpos.MAX_DEPTH + 10)) + "  x\n"
+# level d (the root mapping is level 1) starts on line d + 1: the first level past the limit, on MAX_DEPTH + 2
+LOADERS = [pytest.param(yaml.SafeLoader, id="pure-python")]
+if hasattr(yaml, "CSafeLoader"):
+    LOADERS.append(pytest.param(yaml.CSafeLoader, id="libyaml"))
+
+
+@pytest.mark.parametrize("loader", LOADERS)
+@pytest.mark.parametrize("text,line", [(DEEP_FLOW, 3), (DEEP_BLOCK, yamlpos.MAX_DEPTH + 2)], ids=["flow", "block"])
+def test_deep_nesting_is_a_kb001_at_its_line(tmp_path, monkeypatch, loader, text, line):
+    monkeypatch.setattr(yamlpos, "SafeLoader", loader)
+    path = tmp_path / "deep.yaml"
+    path.write_text(text)
+    entry, problems, _ = load_entry(path, shown="kb/deep.yaml")
+    assert entry is None
+    assert [(p.code, p.line) for p in problems] == [("KB001", line)]
+    assert "nest" in problems[0].message and problems[0].remedy
+    assert problems[0].format().startswith(f"kb/deep.yaml:{line}:")
+
+
+def test_deep_nesting_lints_with_exit_1_not_a_traceback(tmp_path):
+    (tmp_path / "deep.yaml").write_text(DEEP_FLOW)
+    done = subprocess.run([sys.executable, "-m", "kvkb.cli.main", "lint", str(tmp_path / "deep.yaml")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert "KB001" in done.stdout + done.stderr and "Traceback" not in done.stderr
 
 
 def test_unbuildable_scalar_is_a_syntax_error():

@@ -26,6 +26,8 @@ CODES: dict[str, Code] = {
         Code("KB020", "id-not-file-name", "rename the file to <id>.yaml or change the id"),
         Code("KB021", "duplicate-id", "ids are unique across kb/ and within an entry's signatures, causes and fixes"),
         Code("KB022", "dangling-related", "point 'related' at an existing entry id, or add that entry"),
+        Code("KB025", "short-title-too-long", "shorten short_title to 48 characters or fewer: it names the error in the site's navigation; the exact error line stays in title"),
+        Code("KB026", "duplicate-short-title", "give each entry its own short_title: two equal names in the navigation cannot be told apart"),
         Code("KB030", "invalid-version-range", "write a PEP 440 range such as '>=0.9.1,<=0.21.0'"),
         Code("KB040", "bad-template", "use {lower_snake} placeholders separated by literal text"),
         Code("KB041", "backtracking-template", "put literal text between placeholders so matching stays linear"),
@@ -36,6 +38,16 @@ CODES: dict[str, Code] = {
         Code("KB051", "ineffective-without-code", "give the ineffective fix a 'code' program so its failure is proven"),
         Code("KB052", "code-not-runnable", "broken_code/fixed_code must be valid Python with an `if __name__ == \"__main__\":` guard"),
         Code("KB060", "raw-html", "write it as text: put tags and angle brackets in backticks (`<script>`) or reword; entry text lands on the site, where raw HTML would run in readers' browsers"),
+        Code("KB070", "versions-disagree-with-vllm", "write the versions lint gives: the releases whose code prints the wording (`kvkb atlas find` shows each with file:line)"),
+        Code("KB071", "exception-disagrees-with-vllm", "write the exception class (or log level) vLLM's code raises the wording with, as `kvkb atlas find` shows"),
+        Code("KB072", "wording-not-in-vllm", "copy the wording from vLLM's code (`kvkb atlas find` a phrase of it); if another program prints it, set the signature's origin (torch, nccl, xla, ...)"),
+        Code("KB073", "foreign-wording-in-vllm", "vLLM's own code prints this wording: set origin: vllm (or drop origin) so lint checks it"),
+        Code("KB074", "flag-missing-in-range", "narrow the fix's versions to the releases that accept the flag, or name the flag those releases have (`kvkb atlas find --flag`)"),
+        Code("KB075", "parameter-missing-in-range", "narrow the versions to the releases whose LLM(...) / EngineArgs take the parameter (`kvkb atlas find --arg`)"),
+        Code("KB076", "variable-missing-in-range", "narrow the versions to the releases whose envs.py has the variable (`kvkb atlas find --env`)"),
+        Code("KB077", "default-disagrees-with-vllm", "state the default vLLM's code has in the releases meant (`kvkb atlas find --arg/--env` prints each default with its releases)"),
+        Code("KB078", "foreign-name-in-vllm", "vLLM accepts this name: remove it from foreign_names so lint checks it against each release"),
+        Code("KB079", "name-not-in-vllm", "no vLLM release has this flag / parameter / variable: fix the name, or list it under foreign_names when it belongs to another program (docker, nvidia-smi)"),
     ]
 }
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from enum import Enum
-from typing import Annotated, Literal
+from typing import Annotated, Callable, Literal
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -25,6 +25,8 @@ SignatureId = Annotated[str, Field(pattern=r"^[a-z0-9]+(?:[-.][a-z0-9]+)*$", min
 # pattern: at least one non-space character (whitespace-only text renders as an empty section)
 Markdown = Annotated[str, Field(min_length=1, pattern=r"\S", description="Markdown text")]
 Text = Annotated[str, Field(min_length=3, pattern=r"\S")]
+# an entry's short_title fits one line of the site's left navigation (lint KB025)
+SHORT_TITLE_MAX = 48
 
 
 class _Strict(BaseModel):
@@ -63,6 +65,137 @@ class Category(str, Enum):
     engine_wrapper = "engine-wrapper"  # an error that wraps another (EngineDeadError)
     internal = "internal"  # a vLLM invariant broke: a bug to report, not a setting
     misinformation = "misinformation"  # advice or messages that circulate but are not vLLM's
+
+
+# --- what each category holds, checkable ------------------------------------------------------------
+# Each category's description (kb/schema.json shows it) and the rule that makes it checkable: a
+# test (tests/test_kb_entries.py) requires every entry to meet its own category's rule and no
+# other's, so a category cannot quietly fill with entries of unrelated kinds. The rules read the
+# error as users see it (title, templates, exception classes) and a few structured fields, never
+# the prose. A new entry that fits no rule needs a category (or a sharper rule) first.
+
+_KV_WORDS = re.compile(r"KV cache|cache blocks|block_manager|preempt|auto-fit max_model_len", re.I)
+_DEVICE_MEMORY_WORDS = re.compile(
+    r"out of memory|OUT_OF_\w+|RESOURCE_EXHAUSTED|Ran out of memory|Allocation failed|not enough GPU memory"
+    r"|free memory|memory profiling|HBM|[SV]MEM", re.I)
+_HOST_WORDS = re.compile(
+    r"\bCPU (?:buffer|swap|offload)|swap space|offload|pin(?:ned)? memory|\bUVA\b|/dev/shm|shared memory"
+    r"|\bshm\b|host (?:RAM|memory)|OOM[- ]?kill|oom_kill|\bKilled\b|Bus error|memory monitor|LMCache", re.I)
+_MULTIMODAL_WORDS = re.compile(r"\bMM\b|_mm_|\bmm_|multi-?modal|\{modality\}|\b(?:image|audio|video)\b|encoder cache", re.I)
+_REQUEST_WORDS = re.compile(r"prompt|request|max_tokens|context length", re.I)
+# an entry about a text vLLM does not print says so in its title
+_NOT_VLLM_WORDS = re.compile(r"no vLLM release|not (?:a )?vLLM(?:'s)? (?:error|message)", re.I)
+_SLEEP_WORDS = re.compile(r"sleep|wake[_ ]?up|cumem|memory pool", re.I)
+_WRAPPER_WORDS = re.compile(
+    r"root cause|stack ?trace|original error|EngineCore|Engine (?:core|loop|process)|Background loop|Worker failed"
+    r"|fatal signal|output_handler|Task finished", re.I)
+# a setting named in the message: a snake_case knob or a --flag
+_SETTING_WORDS = re.compile(r"\b[a-z]+(?:_[a-z]+)+\b|--[a-z]")
+_DEVICE_BACKENDS = {"cuda", "rocm", "xpu", "npu", "tpu", "hpu"}
+
+
+def _wording(entry: "Entry") -> str:
+    """The error as users see it: titles, every signature's template and exception class."""
+    parts = [entry.title, entry.short_title]
+    parts += [f"{s.exception or s.level}: {s.template}" for s in entry.signatures]
+    return "\n".join(parts)
+
+
+def _device_oom(entry: "Entry") -> bool:
+    """A signature on an accelerator backend that says its memory ran out (or an OOM exception class)."""
+    return any(
+        s.backend.value in _DEVICE_BACKENDS
+        and ("OutOfMemoryError" in (s.exception or "") or _DEVICE_MEMORY_WORDS.search(s.template))
+        for s in entry.signatures
+    )
+
+
+def _is(words: re.Pattern, entry: "Entry") -> bool:
+    return words.search(_wording(entry)) is not None
+
+
+CATEGORY_RULES: dict[Category, tuple[str, "Callable[[Entry], bool]"]] = {
+    Category.kv_capacity: (
+        "the KV-cache pool is too small for the lengths or the batch asked: the message speaks of the "
+        "KV cache, its blocks or preemption; no accelerator OOM, not the CPU backend, not a bug",
+        lambda e: _is(_KV_WORDS, e) and not _device_oom(e) and not _all_cpu(e) and not _is(_HOST_WORDS, e)
+        and e.fix_time is not FixTime.report,
+    ),
+    Category.device_memory: (
+        "an accelerator's own memory ran out (CUDA/HIP/XPU/NPU/TPU/HPU): a signature on a device "
+        "backend says so (an OutOfMemoryError, 'out of memory', RESOURCE_EXHAUSTED, free memory checks); "
+        "sleep mode's wake-up OOM has its own category",
+        lambda e: _device_oom(e) and not _is(_SLEEP_WORDS, e) and not _is(_HOST_WORDS, e),
+    ),
+    Category.host_memory: (
+        "host RAM: swap space, CPU/KV offloading and its buffers, pinned memory, the OOM killer, /dev/shm",
+        lambda e: _is(_HOST_WORDS, e) and not _all_cpu(e) and not _is(_WRAPPER_WORDS, e),
+    ),
+    Category.cpu_backend: (
+        "the CPU backend's own KV cache space: every signature is the cpu backend's",
+        lambda e: _all_cpu(e),
+    ),
+    Category.config: (
+        "a start-up check refuses a combination of settings: exceptions at startup that name a setting, "
+        "about no memory that ran out (no KV, device, host, multimodal or sleep wording)",
+        lambda e: e.phase is Phase.startup and all(s.exception for s in e.signatures)
+        and _is(_SETTING_WORDS, e) and not any(_is(w, e) for w in (_KV_WORDS, _HOST_WORDS, _MULTIMODAL_WORDS, _SLEEP_WORDS))
+        and not _device_oom(e) and not _all_cpu(e) and e.fix_time is not FixTime.report,
+    ),
+    Category.request: (
+        "one request exceeds a per-request limit while serving (prompt, max_tokens, context length); "
+        "not a multimodal item, not the KV pool",
+        lambda e: e.phase is Phase.serving and _is(_REQUEST_WORDS, e)
+        and not any(_is(w, e) for w in (_KV_WORDS, _MULTIMODAL_WORDS, _WRAPPER_WORDS)) and not _device_oom(e),
+    ),
+    Category.multimodal: (
+        "an image, audio or video item exceeds a multimodal budget (encoder cache, per-item tokens, "
+        "processor cache)",
+        lambda e: _is(_MULTIMODAL_WORDS, e) and not _device_oom(e),
+    ),
+    Category.sleep_mode: (
+        "sleep mode: sleep() not freeing memory, or wake_up() failing to get it back (cumem allocator)",
+        lambda e: _is(_SLEEP_WORDS, e),
+    ),
+    Category.engine_wrapper: (
+        "an error that only reports another (EngineDeadError, 'see root cause above'): it relates to "
+        "the entries of the errors it wraps (relation 'cause')",
+        lambda e: _is(_WRAPPER_WORDS, e) and any(r.relation == "cause" for r in e.related),
+    ),
+    Category.internal: (
+        "a vLLM invariant broke: a bug to report (fix_time 'report'), not a setting to change",
+        lambda e: e.fix_time is FixTime.report,
+    ),
+    Category.misinformation: (
+        "a message or advice that circulates but is not vLLM's: proven-ineffective advice and the real "
+        "errors it is confused with (relation 'confused-with')",
+        lambda e: _is(_NOT_VLLM_WORDS, e) and bool(e.ineffective) and any(r.relation == "confused-with" for r in e.related),
+    ),
+}
+
+
+def _all_cpu(entry: "Entry") -> bool:
+    return all(s.backend.value == "cpu" for s in entry.signatures)
+
+
+def category_misfits(entry: "Entry") -> list[str]:
+    """Why the entry does not fit its category: its own rule fails, or another category's rule
+    holds as well (the entry is of that other kind). Empty when it fits."""
+    problems = []
+    if not fits(entry, entry.category):
+        problems.append(f"is not {entry.category.value}: {CATEGORY_RULES[entry.category][0]}")
+    for other, (says, _rule) in CATEGORY_RULES.items():
+        if other is not entry.category and fits(entry, other):
+            problems.append(f"reads as {other.value}: {says}")
+    return problems
+
+
+def fits(entry: "Entry", category: Category) -> bool:
+    """Whether the entry is of the kind the category describes. A message vLLM does not print is
+    misinformation whatever it resembles."""
+    if category is not Category.misinformation and _is(_NOT_VLLM_WORDS, entry):
+        return False
+    return CATEGORY_RULES[category][1](entry)
 
 
 class Engine(str, Enum):
@@ -140,6 +273,13 @@ Versions = Annotated[
 ]
 
 
+# who prints a signature's text: vLLM's Python code (checked against kvkb/atlas), vLLM's compiled csrc/
+# (not in the atlas), a library / runtime / program under it, or nobody ("invented": advice and messages
+# that circulate but no release prints, for misinformation entries)
+Origin = Literal["vllm", "vllm-csrc", "torch", "cuda", "nccl", "xla", "jax", "gaudi", "ascend", "oneapi", "lmcache",
+                 "pydantic", "ray", "kernel", "python", "invented", "other"]
+
+
 class Signature(_Strict):
     """One observed wording of the error, as one vLLM release range prints it."""
 
@@ -148,7 +288,7 @@ class Signature(_Strict):
         description="exception class as printed (ValueError, torch.OutOfMemoryError); "
         "null for a log line that is not an exception (warnings, INFO lines)",
     )
-    level: Literal["ERROR", "WARNING", "INFO"] | None = Field(
+    level: Literal["CRITICAL", "ERROR", "WARNING", "INFO"] | None = Field(
         default=None, description="log level when the signature is a log line rather than an exception"
     )
     template: str = Field(
@@ -158,6 +298,12 @@ class Signature(_Strict):
     versions: Versions
     engine: Engine
     backend: Backend
+    origin: Origin = Field(
+        default="vllm",
+        description="whose text it is: 'vllm' (lint checks its wording, exception and versions against "
+        "every release's code, kvkb/atlas) or the program that prints it (torch, nccl, xla, ...), "
+        "which lint checks vLLM's code does not print",
+    )
     samples: list[str] = Field(
         min_length=1, description="verbatim lines as vLLM prints them (after 'Type: ' is fine too)"
     )
@@ -260,11 +406,24 @@ class Entry(_Strict):
     schema_: str | None = Field(default=None, alias="$schema", description="editor hint; ignored")
     id: KebabId
     title: str = Field(min_length=5, pattern=r"\S", description="the error as users see it")
+    # the site's navigation and the entry page's H1 show this; the exact error line stays `title`
+    short_title: str = Field(
+        min_length=3,
+        pattern=r"\S",
+        description=f"a short human name for the error, at most {SHORT_TITLE_MAX} characters and unique in kb/ "
+        "(the navigation and the page heading show it), e.g. 'No memory left for KV cache blocks'",
+        # lint (KB025) enforces the length with a remedy; the schema tells editors the same limit
+        json_schema_extra={"maxLength": SHORT_TITLE_MAX},
+    )
     summary: str = Field(min_length=10, max_length=400, pattern=r"\S", description="one or two sentences")
     severity: Severity
     fix_time: FixTime
     phase: Phase
-    category: Category
+    category: Category = Field(
+        description="what ran out, or what kind of check failed; each category holds one kind of entry "
+        "(tests check every entry against these): "
+        + "; ".join(f"{c.value}: {says}" for c, (says, _rule) in CATEGORY_RULES.items())
+    )
     tags: list[str] = Field(default_factory=list)
     signatures: list[Signature] = Field(min_length=1)
     meaning: Markdown = Field(description="what the error means, in plain words")
@@ -279,6 +438,12 @@ class Entry(_Strict):
     detection: Markdown | None = None
     verify: Verify
     related: list[Related] = Field(default_factory=list)
+    foreign_names: list[Annotated[str, Field(pattern=r"^(?:--?[A-Za-z0-9][\w.-]*|[A-Z][A-Z0-9_]+)$")]] = Field(
+        default_factory=list,
+        description="flags and environment variables the entry names that are not vLLM's (docker's --gpus, "
+        "nvidia-smi's --query-gpu, NCCL_NVLS_ENABLE): lint checks every other flag and VLLM_ variable against "
+        "the releases a fix claims, and checks these are indeed absent from vLLM's code",
+    )
     references: list[Reference] = Field(min_length=1)
     samples: Samples
 

@@ -1,5 +1,6 @@
 """`kvkb lint`'s checks: everything kvkb.validate checks, plus (semgrep-style) that kbmatch names
-each entry on its own must-match samples and not on its must-not-match ones."""
+each entry on its own must-match samples and not on its must-not-match ones, plus each entry against
+the atlas of vLLM's releases (kvkb.atlas.check)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,30 @@ def lint_kb(kb: KB, with_matcher: bool = True, only: set[str] | None = None) -> 
     problems = check_kb(kb, only)
     if with_matcher and kb.entries:
         problems.extend(_sample_checks(kb, only))
+    problems.extend(_atlas_checks(kb, only))
+    return problems
+
+
+def _atlas_checks(kb: KB, only: set[str] | None = None) -> list[Problem]:
+    """KB070-KB079: each entry against what every vLLM release prints and accepts (kvkb/atlas)."""
+    from kvkb.atlas.check import check_entry
+    from kvkb.atlas.store import AtlasError, load_default
+
+    try:
+        atlas = load_default()
+    except AtlasError:
+        return []  # no atlas in this install: nothing to check against (`kvkb atlas add` builds it)
+    problems = []
+    for eid, entry in kb.entries.items():
+        if only is not None and eid not in only:
+            continue
+        shown = _shown(kb.files[eid])
+
+        def add(path: tuple, code: str, msg: str) -> None:
+            line, col = _pos(kb, eid, path)
+            problems.append(Problem(shown, line, col, code, msg))
+
+        check_entry(entry, atlas, add)
     return problems
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from .entry import ID_RE, Backend, Category, Engine, FixTime, Phase, Severity
+from .entry import ID_RE, SHORT_TITLE_MAX, Backend, Category, Engine, FixTime, Phase, Severity
 
 ID_RULE = "an id is 3-64 characters of lower-case letters, digits and single hyphens (kebab-case), e.g. 'no-memory-for-cache-blocks'"
 
@@ -34,6 +34,7 @@ def skeleton(entry_id: str) -> str:
         category=_choices(Category),
         engine=_choices(Engine),
         backend=_choices(Backend),
+        short_max=SHORT_TITLE_MAX,
     )
 
 
@@ -49,6 +50,8 @@ _SKELETON = """\
 id: {id}
 # the error as users see it in their log, exception type included
 title: "TODO: e.g. ValueError: No available memory for the cache blocks"
+# a short human name for the navigation and the page heading: at most {short_max} characters, unique in kb/
+short_title: "TODO: e.g. No memory left for KV cache blocks"
 # one or two sentences (10-400 characters): what happened and what to do about it
 summary: >-
   TODO: what vLLM checked, why it failed, and the usual fix.

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from . import template
 from .codes import EntryError, Problem
-from .entry import Entry, FixStatus
+from .entry import SHORT_TITLE_MAX, Entry, FixStatus
 from .loader import KB, _shown, dotted, kb_dir, load_kb
 from .params import DERIVED
 
@@ -42,7 +42,20 @@ def check_kb(kb: KB, only: set[str] | None = None) -> list[Problem]:
             problems.append(Problem(shown, line, col, code, msg))
 
         lint_entry(entry, add, known_ids=set(kb.entries))
+        for other in _same_short_title(kb, eid):
+            add(("short_title",), "KB026", f"short_title {entry.short_title!r} is also the short_title of {other}")
     return problems
+
+
+def _short_title_key(text: str) -> str:
+    # names a reader would take for the same one in the navigation: case and spacing aside
+    return " ".join(text.split()).casefold()
+
+
+def _same_short_title(kb: KB, eid: str) -> list[str]:
+    """The other entries (as shown paths) whose short_title reads the same as eid's."""
+    key = _short_title_key(kb.entries[eid].short_title)
+    return [_shown(kb.files[o]) for o, e in sorted(kb.entries.items()) if o != eid and _short_title_key(e.short_title) == key]
 
 
 def load_valid_kb(directory: Path | None = None) -> dict[str, Entry]:
@@ -100,6 +113,8 @@ def _html_checks(data, add, path: tuple = ()) -> None:
 def lint_entry(entry: Entry, add, known_ids: set[str]) -> None:
     """Every check on one validated entry; add(path, code, message) records a problem."""
     _html_checks(entry.model_dump(mode="json", by_alias=True, exclude_none=True), add)
+    if len(entry.short_title) > SHORT_TITLE_MAX:
+        add(("short_title",), "KB025", f"short_title is {len(entry.short_title)} characters; the limit is {SHORT_TITLE_MAX}")
     _unique(add, [(("signatures", i, "id"), s.id) for i, s in enumerate(entry.signatures)], "signature")
     _unique(add, [(("causes", i, "id"), c.id) for i, c in enumerate(entry.causes)], "cause")
     fix_ids = [(("causes", ci, "fixes", fi, "id"), f.id) for ci, c in enumerate(entry.causes) for fi, f in enumerate(c.fixes)]

@@ -12,9 +12,9 @@ import os
 from typing import BinaryIO
 
 from . import fill, read
-from .evidence import Fact, Scanner, hints
+from .evidence import Fact, Hint, Scanner, hints, host_facts
 from .literal import walk
-from .score import Table
+from .score import Table, meaning_differs
 from .segment import Record, parse, segment, segment_parsed, split_lines, stage
 
 DEFAULT_BASE_URL = "https://kvkb.github.io/kvkb/"
@@ -126,6 +126,7 @@ class Matcher:
         self.cover = [a.encode() for a in index.get("cover", ())]
         base = base_url or os.environ.get("KVKB_BASE_URL") or DEFAULT_BASE_URL
         self.base_url = base.rstrip("/") + "/"
+        self._stage_ooms: dict[str, str] | None = None
 
     @classmethod
     def from_entries(cls, entries: list, base_url: str | None = None) -> "Matcher":
@@ -138,6 +139,40 @@ class Matcher:
         from .index import load
 
         return cls(load(directory), base_url)
+
+    def _stage_oom_entries(self) -> dict[str, str]:
+        """stage -> the device-memory entry for that stage among those sharing one wording (PyTorch's OOM
+        text is the same at start-up, in CUDA-graph capture and while serving; the stage splits them)."""
+        if self._stage_ooms is None:
+            by_norm: dict[str, set[int]] = {}
+            for sg in self.table.sigs:
+                by_norm.setdefault(sg["norm"], set()).add(sg["entry"])
+            shared: dict[int, int] = {}
+            for es in by_norm.values():
+                if len(es) > 1:
+                    for e in es:
+                        shared[e] = shared.get(e, 0) + 1
+            out: dict[str, tuple[int, str]] = {}
+            for e, n in shared.items():
+                entry = self.entries[e]
+                if entry["category"] == "device-memory":
+                    st = self._entry_stage(entry)
+                    if st not in out or n > out[st][0]:
+                        out[st] = (n, entry["id"])
+            self._stage_ooms = {st: eid for st, (_, eid) in out.items()}
+            # the out-of-memory entry of each accelerator that is not CUDA/ROCm (PyTorch's NPU, XPU,
+            # HPU and TPU builds word it their own way): the device-memory entry naming it most
+            named: dict[str, dict[str, int]] = {}
+            for sg in self.table.sigs:
+                entry = self.entries[sg["entry"]]
+                if entry["category"] == "device-memory":
+                    for d in sg.get("devices", ()):
+                        if d not in ("cuda", "hip"):
+                            named.setdefault(d, {}).setdefault(entry["id"], 0)
+                            named[d][entry["id"]] += 1
+            for d, ids in named.items():
+                self._stage_ooms["device:" + d] = max(sorted(ids), key=lambda e: ids[e])
+        return self._stage_ooms
 
     def url(self, entry_id: str) -> str:
         return f"{self.base_url}errors/{entry_id}/"
@@ -156,7 +191,7 @@ class Matcher:
         context: list[tuple[int, str]] = []  # (start-up, text): numbers for the fix come from the root's start-up
         kept = 0
         literal = self.table.literal_numbers
-        scanner = Scanner()
+        scanner = Scanner(self.index.get("callees"))
         for first, offset, window in read.windows(stream, self.anchors, stats, self.words, self.cover):
             lines = split_lines(window)
             # past read.LINE_LIMIT a big log is not line-counted: number the window's lines from 1
@@ -165,7 +200,7 @@ class Matcher:
             timeline = scanner.feed(parsed)
             recs, window_cues = segment_parsed(parsed)
             for r in recs:
-                r.startup, r.stage, _ = timeline[r.at]
+                r.startup, r.stage, _, r.stage_at = timeline[r.at]
                 if first is None:
                     r.line, r.offset = None, offset
             cues |= window_cues
@@ -231,6 +266,60 @@ class Matcher:
             return None
         return frames if frames != self._entry_stage(entry) else None
 
+    def _oom_by_class(self, rec: Record, global_stage: str | None, contexts: dict, context) -> Match | None:
+        """torch's OutOfMemoryError whose message no wording matches (cut: "Error in model executi"): the
+        class is PyTorch's device out-of-memory error, so the answer is the device OOM of the stage.
+        Confident when the traceback or the log shows the stage, likely otherwise."""
+        rstage = stage(rec.cues) or rec.stage or global_stage
+        eid = self._stage_oom_entries().get(rstage or "startup")
+        if eid is None:
+            return None
+        ei = next(i for i, e in enumerate(self.entries) if e["id"] == eid)
+        sigs = [i for i, sg in enumerate(self.table.sigs) if sg["entry"] == ei]
+        si = next((i for i in sigs if self.table.sigs[i].get("exception") == rec.type), sigs[0])
+        conf = rstage is not None
+        if conf and rec.startup not in contexts:
+            contexts[rec.startup] = fill.context_values(_context_text(context, rec.startup))
+        m = self._build(rec, self.entries[ei], si, CUTOFF, conf, None, rstage, contexts.get(rec.startup) if conf else None)
+        m.startup = rec.startup
+        m.evidence = [Fact(rec.line, rec.text, f"{rec.type} is PyTorch's device out-of-memory error (its message is "
+                           "cut or reworded here)")]
+        if conf:
+            m.evidence.append(self._stage_fact(rec, rstage, global_stage))
+        else:
+            m.confidence = "likely"
+            m.evidence.append(Fact(None, "", "no frame or log line shows the stage (start-up, CUDA-graph capture or "
+                                   "serving): paste the traceback and the log lines before it to tell"))
+        return m
+
+    def _stage_decided(self, entry: dict, base: float, exact: bool, runner) -> bool:
+        """The runner-up has the same wording (as close a score, as exact) for another stage: only the
+        stage tells the two apart."""
+        other = self.entries[self.table.sigs[runner[2]]["entry"]]
+        return (runner[4] == exact and base - runner[1] < MARGIN and other["category"] == entry["category"]
+                and self._entry_stage(other) != self._entry_stage(entry))
+
+    def _unstaged(self, entry: dict, base: float, exact: bool, runner, rstage: str | None, si: int) -> str | None:
+        """'A and B' when the claim rests on a stage the log does not show; None otherwise."""
+        if rstage is not None or runner is None or not self._stage_decided(entry, base, exact, runner):
+            return None
+        ids = {entry["id"], self.entries[self.table.sigs[runner[2]]["entry"]]["id"]}
+        norm = self.table.sigs[si]["norm"]  # every entry with this very wording
+        ids |= {self.entries[sg["entry"]]["id"] for sg in self.table.sigs if sg["norm"] == norm}
+        names = sorted(ids)
+        return ", ".join(names[:-1]) + " and " + names[-1]
+
+    @staticmethod
+    def _stage_fact(rec: Record, rstage: str, global_stage: str | None) -> Fact:
+        """The line that decided the stage: the traceback's own frame, else the last milestone before the error."""
+        if stage(rec.cues) == rstage and rstage in rec.cue_at:
+            line, text = rec.cue_at[rstage]
+            return Fact(line, text, f"stage {_STAGE_WORDS[rstage]}: this frame of the traceback shows it")
+        if rec.stage == rstage and rec.stage_at:
+            line, text = rec.stage_at
+            return Fact(line, text, f"stage {_STAGE_WORDS[rstage]}: the last step the log reached before the error")
+        return Fact(None, "", f"stage {_STAGE_WORDS[rstage]}: lines elsewhere in the log show it")
+
     def _score_record(self, record: Record, global_stage: str | None, fuzzy: bool = True, prepared=False):
         """[(final, base, sig index, record stage, exact)] per entry (best signature each), best first."""
         if prepared is False:
@@ -239,18 +328,21 @@ class Matcher:
         if not scored:
             return []
         record_stage = stage(record.cues) or record.stage or global_stage
-        best: dict[int, tuple[float, float, bool, int]] = {}
+        best: dict[int, tuple[bool, float, float, bool, int, str | None]] = {}
         for base, si, is_exact in scored:
             ei = self.table.sigs[si]["entry"]
             final = base + self._entry_bonus(self.entries[ei], record_stage) + (EXACT_BONUS if is_exact else 0.0)
+            # a close text whose meaning words differ (smem for hbm) ranks below every text whose words agree
+            differs = meaning_differs(record.norm, self.table.sigs[si]) if base >= CUTOFF else None
+            agree = differs is None
             cur = best.get(ei)
             # among one entry's wordings: the higher score, then the one the line holds word for word
-            if cur is None or (final, base, is_exact) > cur[:3] or (
-                (final, base, is_exact) == cur[:3] and self._variant_better(record, si, cur[3])
+            if cur is None or (agree, final, base, is_exact) > cur[:4] or (
+                (agree, final, base, is_exact) == cur[:4] and self._variant_better(record, si, cur[4])
             ):
-                best[ei] = (final, base, is_exact, si)
-        ranked = sorted(best.values(), key=lambda t: (-t[0], -t[1], not t[2]))
-        return [(f, b, si, record_stage, x) for f, b, x, si in ranked]
+                best[ei] = (agree, final, base, is_exact, si, differs)
+        ranked = sorted(best.values(), key=lambda t: (not t[0], -t[1], -t[2], not t[3]))
+        return [(f, b, si, record_stage, x, d) for _, f, b, x, si, d in ranked]
 
     def _variant_better(self, record: Record, si: int, sj: int) -> bool:
         """Two wordings of one entry tie after canonicalisation ("models's"): prefer the one the log really has."""
@@ -258,6 +350,11 @@ class Matcher:
 
         from .normalize import normalise
 
+        # the class the log printed first (torch.OutOfMemoryError is not torch.cuda.OutOfMemoryError's era)
+        same_i = self.table.sigs[si].get("exception") == record.type
+        same_j = self.table.sigs[sj].get("exception") == record.type
+        if same_i != same_j:
+            return same_i
         raw = normalise(record.message, canon=False)
         a, b = self.table.sigs[si].get("norm_raw", ""), self.table.sigs[sj].get("norm_raw", "")
         return fuzz.partial_ratio(a, raw) > fuzz.partial_ratio(b, raw)
@@ -269,6 +366,7 @@ class Matcher:
         contexts: dict[int, dict] = {}
         first_error = None
         unmatched: list[Record] = []  # exceptions no entry resembles: candidates for a non-memory root cause
+        uncovered: list[Record] = []  # memory errors in view that no entry names (none is, or only a near miss)
         prepared = {id(r): self.table.prepare(r) for r in records}
         fuzzy = self._fuzzy_budget([r for r in records if prepared[id(r)] and prepared[id(r)][1]])
         for rec in records:
@@ -277,18 +375,41 @@ class Matcher:
             ranked = self._score_record(rec, global_stage, id(rec) in fuzzy, prepared[id(rec)])
             if rec.kind in ("exception", "inner") and rec.type and (not ranked or ranked[0][1] < CUTOFF):
                 unmatched.append(rec)  # no entry's wording is in it (a resemblance at most)
+                if any(w in rec.message for w in _MEMORY_WORDS):
+                    uncovered.append(rec)
+            if (rec.kind in ("exception", "inner") and (rec.type or "").startswith("torch.")
+                    and rec.short_type == "OutOfMemoryError" and (not ranked or ranked[0][1] < CUTOFF)):
+                m = self._oom_by_class(rec, global_stage, contexts, context)
+                if m is not None:
+                    if m.confident:
+                        confident.setdefault(m.id, m)
+                    elif m.id not in possible:
+                        possible[m.id] = m
+                continue
             if not ranked:
                 continue
-            final, base, si, rstage, exact = ranked[0]
+            final, base, si, rstage, exact, differs = ranked[0]
             runner = ranked[1] if len(ranked) > 1 else None
+            if runner is not None and runner[5] and not differs:
+                runner = None  # another entry's close text with other meaning words does not compete
             # a word-for-word wording beats another entry's resemblance however close; between two
             # exact wordings (or two resemblances) the margin decides
             is_conf = base >= CUTOFF and (runner is None or final - runner[0] >= MARGIN or (exact and not runner[4]))
             entry = self.entries[self.table.sigs[si]["entry"]]
             eid = entry["id"]
+            # the words that carry the meaning (device, memory space, "out of memory") must agree
+            if differs:
+                is_conf = False
+                if rec.kind in ("exception", "inner"):
+                    uncovered.append(rec)
             against = self._stage_contradicts(entry, rec) if is_conf else None
             if against:
                 is_conf = False
+            # the wording is shared by entries that differ only in their stage, and nothing shows the stage
+            unstaged = self._unstaged(entry, base, exact, runner, rstage, si) if is_conf else None
+            if unstaged:
+                is_conf = False
+                uncovered.append(rec)  # a wrapper above it must not stand in for the answer either
             # one match per entry: the latest start-up's (a crash loop reports its last failure)
             if is_conf and eid in confident and confident[eid].startup >= rec.startup:
                 continue
@@ -302,6 +423,15 @@ class Matcher:
                 m.confidence = "likely"
                 m.evidence.append(Fact(rec.line, rec.text, f"but the traceback's frames show {against}, not "
                                        f"{self._entry_stage(entry)}: the wording fits, the stage does not"))
+            elif unstaged:
+                m.confidence = "likely"
+                m.evidence.append(Fact(rec.line, rec.text, f"but {unstaged} share this wording and no frame or log line "
+                                       "shows the stage (start-up, CUDA-graph capture or serving): paste the traceback "
+                                       "and the log lines before it to tell"))
+            elif differs:
+                m.evidence.append(Fact(rec.line, rec.text, f"close to {eid}'s wording, but {differs}: another error"))
+            elif is_conf and rstage and runner is not None and self._stage_decided(entry, base, exact, runner):
+                m.evidence.append(self._stage_fact(rec, rstage, global_stage))
             (confident if is_conf else possible)[eid] = m
         for eid in confident:
             possible.pop(eid, None)
@@ -313,7 +443,10 @@ class Matcher:
             not_memory = _non_memory_root(unmatched, last)
             # a wrapper ("EngineCore failed to start") says the engine died, not why: it is claimed
             # only when the log shows a memory error, and never over a visible non-memory one
-            if not_memory is not None or not _memory_words(records):
+            # nor over a memory error in view that no entry covers (the wrapper would stand in for it)
+            # nor over a host-RAM kill, which the host-memory entries explain (the wrapper only reports it)
+            if not_memory is not None or not _memory_words(records) or any(r.startup == last for r in uncovered) \
+                    or host_facts(scanner):
                 for m in [m for m in conf if m.category == "engine-wrapper"]:
                     _demote(m, "possible")
                     possible[m.id] = m
@@ -378,7 +511,14 @@ class Matcher:
         out: list[Match] = []
         seen: set[str] = set()
         by_id = {e["id"]: i for i, e in enumerate(self.entries)}
-        for h in hints(scanner, visible_error=not_memory):
+        expanded = []
+        for h in hints(scanner, visible_error=not_memory, stage_entries=self._stage_oom_entries()):
+            if h.entry.startswith("category:"):
+                expanded += [Hint(eid, h.tier, h.facts, h.rank - 0.05 * k)
+                             for k, eid in enumerate(self._category_fit(h.entry.split(":", 1)[1], h.facts, scanner.stage))]
+            else:
+                expanded.append(h)
+        for h in expanded:
             tier = "possible" if not_memory else h.tier
             eid = h.entry
             si = None
@@ -388,7 +528,7 @@ class Matcher:
                 ranked = self._score_record(rec, global_stage) if len(literal) >= 12 else []
                 if not ranked:
                     continue
-                final, base, si, _, _ = ranked[0]
+                final, base, si, _, _, _ = ranked[0]
                 eid = self.entries[self.table.sigs[si]["entry"]]["id"]
                 if base < CUTOFF:
                     tier = "possible"
@@ -410,6 +550,33 @@ class Matcher:
                 category=entry["category"], severity=entry["severity"],
             ))
         return out
+
+    def _category_fit(self, category: str, facts: list[Fact], log_stage: str | None, keep: int = 2) -> list[str]:
+        """The entries of a category that fit these facts best (at most `keep`): the share of the facts'
+        words (their lines and what each says: "the kernel's OOM killer", "Ray's memory monitor") that the
+        entry's title, summary, tags and wordings use, then whether the entry's phase is the stage the log
+        reached. Category-driven: a new entry of the category takes part without any change here."""
+        import re
+
+        def words(text: str) -> set[str]:
+            return {w for w in re.findall(r"[a-z][a-z0-9_'-]{3,}", text.lower()) if w not in _COMMON_WORDS}
+
+        said = set().union(*(words(f.text + " " + f.says) for f in facts)) or {""}
+        scored = []
+        for ei, entry in enumerate(self.entries):
+            if entry["category"] != category:
+                continue
+            own = words(" ".join([entry["title"], entry["summary"], " ".join(entry.get("tags", ())),
+                                  *(sg["norm"] for sg in self.table.sigs if sg["entry"] == ei)]))
+            fit = 100.0 * len(said & own) / len(said)
+            if log_stage is not None and entry["phase"] == ("startup" if log_stage == "cudagraph" else log_stage):
+                fit += 5.0
+            scored.append((fit, entry["id"]))
+        if not scored:
+            return []
+        scored.sort(key=lambda t: (-t[0], t[1]))
+        # a second entry only when it fits about as well as the first
+        return [eid for fit, eid in scored[:keep] if fit >= scored[0][0] - CATEGORY_CLOSE]
 
     def _build(self, rec: Record, entry: dict, si: int, base: float, is_conf: bool, runner, rstage, context) -> Match:
         sig = self.table.sigs[si]
@@ -467,6 +634,11 @@ class Matcher:
         return fill.clean_params(best)
 
 
+_COMMON_WORDS = {"this", "that", "with", "what", "from", "when", "were", "which", "there", "their", "sends", "says",
+                 "process", "memory", "engine", "worker", "error"}
+CATEGORY_CLOSE = 5.0  # points of fit within which a category's second entry is shown as well
+_STAGE_WORDS = {"startup": "start-up", "cudagraph": "CUDA-graph capture", "serving": "serving"}
+
 # An error a person would read as running out of memory (device, host or KV pool); "illegal memory
 # access" and "shared memory broadcast" are not shortages.
 _MEMORY_WORDS = ("out of memory", "OutOfMemory", "RESOURCE_EXHAUSTED", "Failed to allocate", "KV cache", "cache blocks",
@@ -493,8 +665,8 @@ def _non_memory_root(unmatched: list[Record], startup: int) -> Record | None:
     shortage: Python prints a chain's cause first, and vLLM logs the engine's error before the
     wrappers that report it."""
     for r in unmatched:
-        if r.startup != startup or r.short_type in _NOT_ROOT_TYPES:
-            continue
+        if r.startup != startup or r.short_type in _NOT_ROOT_TYPES or "OutOfMemory" in (r.type or ""):
+            continue  # an OutOfMemoryError is a memory error whatever its (cut) message says
         if any(w in r.message for w in _WRAPPER_WORDS) or any(w in r.message for w in _MEMORY_WORDS):
             continue
         return r

@@ -16,13 +16,15 @@ import os
 import sys
 
 # Bump when normalise(), the index layout or what is derived at build time changes.
-FORMAT = 20
+FORMAT = 23
 INDEX_NAME = ".index.marshal"
 EXPLAIN_NAME = ".index-explain.json"
 # Candidate lines in big logs: *Error / *Error: lines, vLLM's ERROR and WARNING log lines. Each
 # anchor is one bytes.find pass over the log (~0.3-0.6 s per GB here), so they are few, and chosen to
 # scan fast: uppercase needles ("ERROR", "WARNING") let the search skip further than "RROR", "WARN".
 BASE_ANCHORS = ("Error", "ERROR", "WARNING")
+# function -> entries its callees can raise, read from vLLM's code by derive_callees.py (committed)
+CALLEES_PATH = os.path.join(os.path.dirname(os.path.realpath(__file__)), "callees.json")
 _MAGIC = b"KVKB-INDEX\n"
 
 
@@ -46,6 +48,11 @@ def freshness_key(directory) -> str:
     """Plain text, not a hash: comparing a few hundred bytes is cheaper than importing hashlib."""
     directory = os.fspath(directory)
     parts = [f"{FORMAT}|{sys.version_info[0]}.{sys.version_info[1]}|{os.path.realpath(directory)}"]
+    try:  # the callee table goes into the index too
+        st = os.stat(CALLEES_PATH)
+        parts.append(f"callees:{st.st_mtime_ns}:{st.st_size}")
+    except OSError:
+        pass
     for e in _yaml_files(directory):
         st = e.stat()
         parts.append(f"{e.name}:{st.st_mtime_ns}:{st.st_size}")
@@ -76,17 +83,20 @@ def _index_path(directory: str) -> str:
 
 
 def signature_record(entry: int, sig_id: str, exception: str | None, level: str | None, versions: str, engine: str,
-                     backend: str, template_text: str, instance: str) -> dict:
+                     backend: str, template_text: str, instance: str, samples: list[str] = (), tags: list[str] = ()) -> dict:
     """One signature as the matcher reads it. `instance` is the template filled with real values
     (its own sample's), so that normalising it masks what a log line's normalisation masks."""
     from kvkb import template
 
     from .literal import literal_form
     from .normalize import normalise
-    from .score import devices
+    from .score import devices, meaning
 
     return {
         "devices": sorted(devices(normalise(template_text))),
+        # memory spaces (hbm, smem, vmem) the wording, its samples or its entry's tags name: a placeholder
+        # that holds one ("memory space {space}mem") stands for those, not for any
+        "spaces": sorted(set().union(*(meaning(normalise(t))[1] for t in (template_text, instance, *samples, " ".join(tags))))),
         "entry": entry,
         "id": sig_id,
         "exception": exception,
@@ -137,7 +147,7 @@ def build(entries) -> tuple[dict, dict]:
             parts = template.split(sig.template)
             index["signatures"].append(
                 signature_record(ei, sig.id, sig.exception, sig.level, sig.versions, sig.engine.value, sig.backend.value,
-                                 sig.template, _instance(template, sig))
+                                 sig.template, _instance(template, sig), list(sig.samples), list(entry.tags))
             )
             short = (sig.exception or "").rsplit(".", 1)[-1]
             if sig.exception and not any(a in short for a in anchors):
@@ -160,7 +170,28 @@ def build(entries) -> tuple[dict, dict]:
     index["words"] = [a for a in minimal_anchors(common) if not any(b in a for b in index["anchors"])]
     rest = cover_anchors(literal_texts, anchors | common, None) | extra
     index["cover"] = [a for a in minimal_anchors(rest) if not any(b in a for b in index["anchors"] + index["words"])]
+    index["callees"] = load_callees({e.id: e.category.value for e in entries})
     return finish(index), explain
+
+
+def load_callees(known: dict[str, str], path: str = CALLEES_PATH) -> dict:
+    """The callee table, keeping only entries that exist (`known`: id -> category; an entry renamed
+    since the table was derived drops out), with each kept entry's category; empty without a table."""
+    import json
+
+    try:
+        with open(path, "rb") as f:
+            data = json.loads(f.read())
+    except (OSError, ValueError):
+        return {"functions": {}, "weights": {}, "categories": {}}
+    funcs = {}
+    for name, ids in data.get("functions", {}).items():
+        kept = {e: list(r) for e, r in ids.items() if e in known}
+        if kept:
+            funcs[name] = kept
+    return {"functions": funcs, "weights": {e: n for e, n in data.get("weights", {}).items() if e in known},
+            "releases": list(data.get("releases", [])),
+            "categories": {e: known[e] for ids in funcs.values() for e in ids}}
 
 
 # Lines a healthy server prints over and over (stats, access log, progress bars, request logs). An

@@ -39,13 +39,16 @@ _LEVELS = r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)"
 _PREFIXES = [
     # vLLM logger: "ERROR 11-20 10:12:01 [core.py:708] " (>=0.8) or "ERROR 10-16 05:20:48 registry.py:264] " (older)
     re.compile(_LEVELS + r"\s+\d\d-\d\d\s+\d\d:\d\d:\d\d(?:[.,]\d+)?\s+(?:\[[^\]\s]+:\d+\]|[^\]\s]+:\d+\])\s?"),
-    # process tags: (EngineCore_DP0 pid=123), (VllmWorkerProcess pid=…), (RayWorkerWrapper pid=…, ip=…)
-    re.compile(r"\((?:[\w.:-]+\s+)?pid=\d+(?:,\s*ip=[\w.:-]+)?\)\s?"),
+    # process tags: (EngineCore_DP0 pid=123), (VllmWorkerProcess pid=…), (RayWorkerWrapper pid=…, ip=…),
+    # (VllmWorker rank=5 pid=3073)
+    re.compile(r"\((?:[\w.:-]+(?:=\w+)?\s+){0,3}pid=\d+(?:,\s*ip=[\w.:-]+)?\)\s?"),
     re.compile(r"\[rank\d+\]:\s?"),
     # ISO / kubectl --timestamps: 2024-06-28T06:11:52.685Z, 2024-06-28 06:11:52,123
     re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+"),
     # kubectl logs --prefix: [pod/vllm-0/vllm]
     re.compile(r"\[pod/[^\]\s]+\]\s"),
+    # Google Cloud Logging export: [resource.labels.containerName: vllm]
+    re.compile(r"\[resource\.labels\.\w+: [^\]]*\]\s"),
     # docker compose: "vllm-1  | "
     re.compile(r"[\w.-]+\s+\|\s"),
     # uvicorn / python logging: "INFO:     ", "ERROR:vllm...:" is rare, not stripped
@@ -104,7 +107,8 @@ def strip_prefixes(line: str) -> tuple[str, str | None, bool]:
             m = rx.match(line)
             if m:
                 if "level" in rx.groupindex and m.group("level"):
-                    level = level or ("WARNING" if m.group("level").startswith("WARN") else m.group("level"))
+                    # the innermost level is the program's own (a log shipper's severity wraps vLLM's ERROR)
+                    level = "WARNING" if m.group("level").startswith("WARN") else m.group("level")
                 line = line[m.end():]
                 prefixed = True
                 break
@@ -119,6 +123,12 @@ _CANON = [
     # (only if the text holds, pattern, replacement)
     ("models's", Lazy(r"\bmodels's\b"), "model's"),  # vLLM <=0.21 typo; both wordings stay separate signatures
     ("torch.cuda.", Lazy(r"\btorch\.cuda\.OutOfMemoryError\b"), "torch.OutOfMemoryError"),
+    # PyTorch's caching allocator before 2.1 (CUDA, and XPU builds that kept it):
+    #   "Tried to allocate 1.50 GiB (GPU 0; 15.11 GiB total capacity; 13.20 GiB already allocated; 1.02 GiB free; ...)"
+    # says what the newer layout says: "Tried to allocate 1.50 GiB. GPU 0 has a total capacity of 15.11 GiB of which 1.02 GiB is free."
+    ("total capacity;", Lazy(r"Tried to allocate ([\d.]+ ?[KMGT]?i?B) \(GPU (\d+); ([\d.]+) GiB total capacity;[^)]*?"
+                             r"([\d.]+ ?(?:[KMGT]i?B|bytes)) free;[^)]*\)\.?"),
+     r"Tried to allocate \1. GPU \2 has a total capacity of \3 GiB of which \4 is free."),
 ]
 _MASKS = [
     # (only if the text holds, pattern, mask); the gate spares compiling and running rare patterns

@@ -30,6 +30,47 @@ def devices(norm: str) -> frozenset[str]:
     return frozenset(_DEVICE_RE.findall(norm)) if any(d in norm for d in ("cuda", "hip", "pu")) else frozenset()
 
 
+# One notion of a device out-of-memory error whatever class PyTorch raised it as: torch.OutOfMemoryError
+# (torch.cuda.OutOfMemoryError before 2.5), RuntimeError (older torch, XPU and NPU builds, vLLM's own
+# wrappers), torch.AcceleratorError (torch 2.8+: "CUDA error: out of memory" from a CUDA call)
+OOM_TYPES = ("OutOfMemoryError", "RuntimeError", "AcceleratorError")
+_OOM_WORDS = ("out of memory", "Out of memory", "OutOfMemory", "OUT_OF_MEMORY")
+
+# The words that carry an out-of-memory message's meaning. A confident claim needs them to agree:
+# one differing word ("smem" for "hbm", "the operation cannot be performed in the present state"
+# for "out of memory") makes another error, however close the rest of the text is.
+_SPACE_RE = re.compile(r"\b(hbm|smem|vmem|cmem|sram)\b")
+_SHORTAGE_RE = re.compile(r"out of memory|outofmemory|resource_exhausted|out_of_resources|out of resources")
+
+
+def meaning(norm: str) -> tuple[frozenset, frozenset, bool]:
+    """(devices, memory spaces, says there is a shortage) of a normalised text."""
+    spaces = frozenset(_SPACE_RE.findall(norm)) if "mem" in norm or "hbm" in norm or "sram" in norm else frozenset()
+    return devices(norm), spaces, bool(_SHORTAGE_RE.search(norm))
+
+
+def meaning_differs(line: str, sig: dict) -> str | None:
+    """Why the line is not the signature's error although the texts are close; None when its words agree.
+    The signature's words come from its wording filled with its own sample ("norm"), so a placeholder
+    that holds a memory space ("memory space {memory_space}") still names the one its samples show."""
+    ldev, lspace, lshort = meaning(line)
+    _, _, sshort = meaning(sig["norm"])
+    # the devices the wording itself names (a "{device}" placeholder stands for any)
+    sdev = frozenset(sig.get("devices", ()))
+    sspace = frozenset(sig.get("spaces", ()))
+    if not sshort:
+        sdev = frozenset()  # "CUDA graph capture" in a capacity message names no device that ran out
+    if sdev and not (ldev & sdev):
+        return f"it does not name the {'/'.join(sorted(sdev)).upper()} device"
+    if ldev and sdev and not ldev <= sdev:
+        return f"it names {'/'.join(sorted(ldev - sdev)).upper()}, not {'/'.join(sorted(sdev)).upper()}"
+    if lspace and not lspace <= sspace:
+        return f"its memory space is {'/'.join(sorted(lspace))}" + (f", not {'/'.join(sorted(sspace))}" if sspace else "")
+    if sshort and not lshort:
+        return "it does not say that memory ran out"
+    return None
+
+
 _IDENT_RE = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")  # snake_case names: settings, fields, functions
 PHRASE_WORDS = 4  # a run of this many words found in one entry's wordings only...
 PHRASE_HITS = 2  # ...this many times (overlapping: a 5-word run) names that entry in a reworded message
@@ -137,13 +178,23 @@ class Table:
         self.literal_numbers = set(g["literal_numbers"])
         self.phrases: dict[str, int] = g.get("phrases") or {}
         self._idents: dict[int, set[str]] = {}
+        seen: set[int] = set()
+        self.oom_sigs = [i for t in OOM_TYPES for i in self.by_type.get(t, ()) if not (i in seen or seen.add(i))]
 
     def candidates(self, record) -> tuple[list[int], float]:
         """Signature indices this record may match, and the penalty its kind carries."""
         if record.kind == "exception":
-            return self.by_type.get(record.short_type, []), 0.0
+            short = record.short_type
+            if short in OOM_TYPES and any(w in record.message for w in _OOM_WORDS):
+                return self.oom_sigs, 0.0
+            if short not in self.by_type and short.endswith("RuntimeError"):
+                # a library's own RuntimeError (XlaRuntimeError, JaxRuntimeError) carries the same text
+                return self.by_type.get("RuntimeError", []), 0.0
+            return self.by_type.get(short, []), 0.0
         if record.kind == "inner":
             if record.type:
+                if record.short_type in OOM_TYPES and any(w in record.message for w in _OOM_WORDS):
+                    return self.oom_sigs, INNER_PENALTY
                 return self.by_type.get(record.short_type, []), INNER_PENALTY
             return self.all_sigs, INNER_PENALTY
         if record.kind == "log":

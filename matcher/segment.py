@@ -23,6 +23,7 @@ _BREAK_RE = re.compile(
     r"^(?:Traceback \(most recent call last\):|The above exception was the direct cause|During handling of the above exception"
     r"|Process [\w-]+:$|```)"
 )
+_OOM_INNER = " out of memory. Tried to allocate"
 _INNER_RES = [
     # (only if the message holds, pattern): the gate spares compiling and running the rest
     # V0 multiproc: the worker's own error is on the wrapper line
@@ -30,6 +31,10 @@ _INNER_RES = [
     ("Worker failed with error", Lazy(r"Worker failed with error '(?P<msg>.*)', please check the stack trace")),
     ("original error: ", Lazy(r"original error: (?P<msg>.*?)\)?$")),
     ("original error: ", Lazy(r"to find the original error: (?P<msg>.*?)\.?$")),
+    # PyTorch's allocator message inside vLLM's own words ("Failed to create unquantized linear weights: CUDA out of memory. ...")
+    (_OOM_INNER, Lazy(r"[:,] (?P<msg>(?:CUDA|HIP|XPU|NPU) out of memory\. Tried to allocate .*)$")),
+    # an exception quoted as inline code in prose or a PR text: `ValueError: max_num_batched_tokens (2048) is smaller ...`
+    ("`", Lazy(r"`(?P<msg>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception): [^`]{20,})`")),
 ]
 # An HTTP error body quoted in a client-side traceback or printed raw: the server's message is inside.
 #   openai.BadRequestError: Error code: 400 - {'error': {'message': "This model's ...", 'type': ...}}
@@ -52,11 +57,16 @@ PYDANTIC_TYPE = "pydantic_core._pydantic_core.ValidationError"
 # checked with `in` on every line: a regex alternation of this size cost ~50 us a line.
 # "cudagraph" is compared with the lower-cased line; the others are case-sensitive.
 CUES = {
-    "cudagraph": ("capture_model", "graph_capture", "cudagraph", "cuda_graph", "graph capturing"),
+    # capture_begin/capture_end: torch.cuda.graphs.CUDAGraph, only ever called while capturing
+    "cudagraph": ("capture_model", "graph_capture", "cudagraph", "cuda_graph", "graph capturing", "capture_begin",
+                  "capture_end"),
     "startup": (
         "load_model", "load_weights", "model_loader", "profile_run", "_dummy_run", "_dummy_sampler_run",
         "determine_num_available_blocks", "determine_available_memory", "initialize_cache", "_initialize_kv_caches",
-        "init_device", "initialize_from_config",
+        "init_device", "initialize_from_config", "get_kv_cache_config", "memory_profiling",
+        # building the model and its weights
+        "create_weights", "process_weights_after_loading", "weight_loader", "initialize_model", "get_model",
+        "init_cache_engine", "_init_cache", "profile_num_available_blocks",
         "compile_or_warm_up_model", "EngineCore failed to start", "Engine core initialization failed", "warming up sampler",
         "warming up pooler", "Failed to load model", "Engine process failed to start",
     ),
@@ -64,6 +74,11 @@ CUES = {
         "execute_model", "Error in model execution", "output_handler", "EngineCore encountered a fatal error", "run_busy_loop",
         "step_with_batch_queue", "engine_step", "_run_engine", "POST /v1/", "Background loop has errored",
         "EngineDeadError", "Engine loop is not running", "wake_up", "cumem_allocator",
+        # a request being answered: the V1 worker's RPC loop (start-up RPCs have a start-up frame
+        # deeper, which wins), logprobs, the OpenAI server's handlers
+        "worker_busy_loop", "get_logprobs", "compute_logprobs", "serving_chat", "serving_completion",
+        "create_chat_completion", "create_completion", "chat_completion_stream_generator", "Processed prompts",
+        "sample_tokens",
     ),
 }
 STAGE_ORDER = ("cudagraph", "startup", "serving")  # most specific first: capture runs _dummy_run, V0 profiling runs execute_model
@@ -72,6 +87,9 @@ STAGE_ORDER = ("cudagraph", "startup", "serving")  # most specific first: captur
 # of a cut line above it.
 # Stages are the matcher's ("startup", "cudagraph", "serving"); steps are for people.
 MILESTONES = (
+    # the command that starts the server, echoed or pasted: what follows is its start-up until a later step says otherwise
+    ("vllm serve ", "startup", "server launched"),
+    ("vllm.entrypoints.openai.api_server", "startup", "server launched"),
     ("Starting to load model", "startup", "loading weights"),
     ("Loading safetensors checkpoint shards", "startup", "loading weights"),
     ("Loading weights took", "startup", "weights loaded"),
@@ -91,7 +109,8 @@ MILESTONES = (
     ("CUDA graphs can take additional", "cudagraph", "CUDA-graph capture"),
     ("to capture ACL graphs", "cudagraph", "graph capture"),
     ("Graph capturing finished", "startup", "CUDA graphs captured"),
-    ("init engine (profile, create kv cache, warmup model) took", "startup", "engine initialised"),
+    # start-up ends here: what fails after it fails while serving (the API server allocates no GPU memory)
+    ("init engine (profile, create kv cache, warmup model) took", "serving", "engine initialised"),
     ("Starting vLLM API server", "serving", "serving"),
     ("Application startup complete", "serving", "serving"),
     ("Uvicorn running on", "serving", "serving"),
@@ -99,6 +118,8 @@ MILESTONES = (
     ('"POST /v1/', "serving", "serving"),
     ("Added request", "serving", "serving"),
     ("Received request", "serving", "serving"),
+    ("Processed prompts", "serving", "serving"),  # offline LLM.generate's progress bar
+    ("Adding requests", "serving", "serving"),
 )
 MILESTONE_WORDS = tuple(m[0] for m in MILESTONES)
 _INFO_CUE_REACH = 10  # an INFO line counts as a cue only this close to the error
@@ -109,7 +130,7 @@ class Record:
     """One error message found in the log. (A plain class: dataclasses would import inspect, ~10 ms.)"""
 
     __slots__ = ("line", "offset", "kind", "type", "level", "message", "cues", "at", "startup", "stage", "joins",
-                 "_norm", "_canon", "_numbers")
+                 "cue_at", "stage_at", "_norm", "_canon", "_numbers")
 
     def __init__(self, line: int, kind: str, type: str | None, level: str | None, message: str, cues: frozenset[str] = frozenset()):
         self.line = line  # 1-based line number where the message starts (None: not counted, see read.py)
@@ -123,6 +144,8 @@ class Record:
         self.joins: tuple = ()  # (offset in message, line number) where each hard-wrapped line starts
         self.startup = 0  # which start-up of the server it belongs to (evidence.Scanner), 0: none seen
         self.stage: str | None = None  # the stage the log had reached (last milestone before it)
+        self.cue_at: dict = {}  # cue -> (line, text) of the frame or line that showed it
+        self.stage_at: tuple | None = None  # (line, text) of the milestone that set .stage
         self._norm: str | None = None
         self._canon: str | None = None
         self._numbers: set[float] | None = None
@@ -252,7 +275,7 @@ def segment_parsed(parsed: list[tuple]) -> tuple[list[Record], frozenset[str]]:
     """segment() on lines already parsed (the engine parses once for records and evidence)."""
     records: list[Record] = []
     global_cues: set[str] = set()
-    pending: list[tuple[int, str]] = []  # (line, cue) since the previous record
+    pending: list[tuple[int, str, str]] = []  # (line, cue, the line's text) since the previous record
     validation: Record | None = None  # the "N validation errors for X" record whose items follow
     i = 0
     n = len(parsed)
@@ -284,7 +307,8 @@ def segment_parsed(parsed: list[tuple]) -> tuple[list[Record], frozenset[str]]:
                 message = f"{field} {message}"
             field = None
             cues = set(validation.cues) if validation is not None else set()
-            cues |= _near(pending, lineno) | cues_here
+            near, at = _near(pending, lineno)
+            cues |= near | cues_here
             pending = []
             if validation is not None and records and records[-1] is validation:
                 records.pop()  # its items say more than "1 validation error for ModelConfig"
@@ -297,15 +321,15 @@ def segment_parsed(parsed: list[tuple]) -> tuple[list[Record], frozenset[str]]:
         source = content[:1].isspace() and in_tb
         if frame or source or _CARET_RE.match(content) or _BREAK_RE.match(content) or stripped.startswith(_PYDANTIC_MORE):
             # frames, source lines, carets: context for the record that follows
-            found = cues_of(frame.group("func") or "") if frame else cues_here
-            pending.extend((lineno, cue) for cue in found)
+            found = _frame_cues(frame) if frame else cues_here
+            pending.extend((lineno, cue, stripped) for cue in found)
             global_cues |= found
             in_tb = True
             continue
         in_tb = False
         if level == "INFO" or level == "DEBUG":
             for cue in cues_here:
-                pending.append((-lineno, cue))  # negative: INFO reach applies
+                pending.append((-lineno, cue, stripped))  # negative: INFO reach applies
             rec_kind = "log"
         elif level:
             rec_kind = "log"
@@ -337,19 +361,25 @@ def segment_parsed(parsed: list[tuple]) -> tuple[list[Record], frozenset[str]]:
             i += 1
             joined += 1
         message = message[:MAX_MESSAGE]
-        cues = _near(pending, lineno) | cues_here
+        near, at = _near(pending, lineno)
+        cues = near | cues_here
+        for cue in cues_here:
+            at.setdefault(cue, (lineno, stripped))
         pending = []
         if rec_kind == "bare" and (len(message) < 20 or not re.search(r"[A-Za-z]{3}", message)):
             continue
         record = Record(lineno, rec_kind, exc[0] if exc else None, level, message, frozenset(cues))
         record.at = start
         record.joins = tuple(joins)
+        record.cue_at = at
         records.append(record)
         if head:
             validation = record
             continue
         # wrappers that carry the real error inside their text
         for word, rx in _INNER_RES:
+            if word == _OOM_INNER and exc:
+                continue  # an exception's own text is scored as it stands
             m = rx.search(message) if word in message else None
             if not m or not m.group("msg").strip():
                 continue
@@ -364,12 +394,40 @@ def segment_parsed(parsed: list[tuple]) -> tuple[list[Record], frozenset[str]]:
             elif len(inner) >= 20:
                 records.append(Record(lineno, "inner", None, level, inner, frozenset(cues)))
             records[-1].at = start
+            records[-1].cue_at = at
     return records, frozenset(global_cues)
 
 
-def _near(pending: list[tuple[int, str]], lineno: int) -> set[str]:
-    """Cues close enough to the record on lineno (INFO lines, stored negative, reach less far)."""
-    return {c for ln, c in pending if (ln >= 0 and lineno - ln <= _FRAME_CUE_REACH) or (ln < 0 and lineno + ln <= _INFO_CUE_REACH)}
+def _near(pending: list[tuple[int, str, str]], lineno: int) -> tuple[set[str], dict[str, tuple[int, str]]]:
+    """Cues close enough to the record on lineno (INFO lines, stored negative, reach less far), and
+    for each the line that showed it (the deepest frame: the last one seen)."""
+    cues: set[str] = set()
+    at: dict[str, tuple[int, str]] = {}
+    for ln, c, text in pending:
+        if (ln >= 0 and lineno - ln <= _FRAME_CUE_REACH) or (ln < 0 and lineno + ln <= _INFO_CUE_REACH):
+            cues.add(c)
+            at[c] = (abs(ln), text)
+    return cues, at
+
+
+# Frames whose file, not function, says the stage: the OpenAI server's request handlers, weight loading
+_PATH_CUES = (("entrypoints/openai/serving_", "serving"), ("/model_loader/", "startup"),
+              # an HTTP request being answered
+              ("/uvicorn/", "serving"), ("/starlette/", "serving"), ("/fastapi/", "serving"))
+# A model's or a layer's constructor builds its weights: that is loading, whatever called it
+_BUILD_PATHS = ("/model_executor/models/", "/model_executor/layers/")
+
+
+def _frame_cues(frame: re.Match) -> set[str]:
+    func = frame.group("func") or ""
+    found = cues_of(func)
+    path = frame.group("path")
+    for part, cue in _PATH_CUES:
+        if part in path:
+            found.add(cue)
+    if func in ("__init__", "<listcomp>") and any(p in path for p in _BUILD_PATHS):
+        found.add("startup")
+    return found
 
 
 def _pydantic_item(stripped: str, in_block: bool) -> str | None:

@@ -20,6 +20,7 @@ from kvkb.entry import Entry
 
 from . import judge, kbmatch
 from .ballast import BallastProcess, BallastTooLarge, ballast_bytes, node_memory
+from .limits import KERNEL_MARK, LimitUnavailable, MemoryCgroup, shm_prefix
 from .progress import Progress
 from .proctree import RunResult, run_isolated
 from .results import tail
@@ -140,9 +141,32 @@ def execute(run: PlannedRun, scenario: Scenario, machine: Machine, cfg: RunnerCo
         if cores is not None and "VLLM_CPU_OMP_THREADS_BIND" not in machine.env:
             env["VLLM_CPU_OMP_THREADS_BIND"] = cores
             facts["cores"] = cores
-        result = run_isolated(cmd, env=env, cwd=folder, timeout_s=timeout,
-                              log_path=folder / f"{run.key}.log", tick=tick, stop=stop)
+        cgroup = None
+        try:
+            if machine.shm_size:
+                cmd = shm_prefix(machine.shm_size) + cmd
+            if machine.memory_limit:
+                cgroup = stack.enter_context(MemoryCgroup(machine.memory_limit))
+                cmd = cgroup.prefix() + cmd
+        except LimitUnavailable as exc:
+            return RunResult(None, f"refused to run: {exc}\n", 0.0), {"refused": str(exc)}
+        log_path = folder / f"{run.key}.log"
+        result = run_isolated(cmd, env=env, cwd=folder, timeout_s=timeout, log_path=log_path, tick=tick, stop=stop)
+        if cgroup is not None:
+            facts["oom_kills"] = cgroup.oom_kills()
+            _append_kernel_lines(result, log_path, cgroup.kernel_lines())
     return result, facts
+
+
+def _append_kernel_lines(result: RunResult, log_path: Path, lines: list[str]) -> None:
+    """What `dmesg` says about the run's cgroup goes under the run's own output, marked as such: the
+    lines a user pastes after an OOM kill, which vLLM itself never logs."""
+    if not lines:
+        return
+    text = "\n" + KERNEL_MARK + "\n" + "\n".join(lines) + "\n"
+    with open(log_path, "a", encoding="utf-8") as fh:
+        fh.write(text)
+    result.output += text
 
 
 def _record(run: PlannedRun, result: RunResult, verdict: judge.Verdict, facts: dict, matched=None) -> dict:
@@ -179,9 +203,24 @@ def _unrunnable(entry: Entry, scenario: Scenario | None, cfg: RunnerConfig) -> t
             _ballast_size(machine, cfg.backend)
         except BallastTooLarge as exc:
             reason = f"cannot play this machine here: {exc}"
+    if reason is None and machine is not None and (machine.memory_limit or machine.shm_size):
+        reason = _limits_refusal(machine)
     if reason:
         return None, {"status": "skip", "reason": reason, "duration_s": 0.0}
     return machine, None
+
+
+def _limits_refusal(machine: Machine) -> str | None:
+    """Why this host cannot play the machine's memory limit or /dev/shm size, or None."""
+    try:
+        if machine.shm_size:
+            shm_prefix(machine.shm_size)
+        if machine.memory_limit:
+            with MemoryCgroup(machine.memory_limit):
+                pass
+    except LimitUnavailable as exc:
+        return f"cannot play this machine here: {exc}"
+    return None
 
 
 def _report_unrunnable(entry: Entry, result: dict, progress: Progress) -> None:

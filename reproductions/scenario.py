@@ -21,6 +21,8 @@ Format (every key but `entry` is optional unless noted):
         llm_kwargs: {kv_cache_memory_bytes: 67108864}
         env: {VLLM_CPU_KVCACHE_SPACE: "0"}
         ballast: {leave_available_fraction: 0.5}
+        memory_limit: 3G              # a memory cgroup: the kernel OOM-kills above it (a container limit)
+        shm_size: 64M                 # a private tmpfs of this size on /dev/shm (docker's default)
         timeout_s: 300
       cuda:
         skip: "GPU runner only: ..."  # the reason this backend cannot reproduce it
@@ -33,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+
+from .limits import parse_size
 
 HERE = Path(__file__).resolve().parent
 SCENARIO_DIR = HERE / "scenarios"
@@ -79,6 +83,8 @@ class Machine:
     llm_kwargs: dict = field(default_factory=dict)
     env: dict = field(default_factory=dict)
     ballast: Ballast | None = None
+    memory_limit: int | None = None  # bytes: the run's memory cgroup limit (host RAM a container gets)
+    shm_size: int | None = None  # bytes: the size of the run's private /dev/shm
     timeout_s: float = 300.0
     why: str = ""
     skip: str | None = None
@@ -90,6 +96,10 @@ class Machine:
         out: dict = {"llm_kwargs": self.effective_llm_kwargs(), "env": dict(self.env)}
         if self.ballast:
             out["ballast"] = {"leave_available_fraction": self.ballast.leave_available_fraction}
+        if self.memory_limit:
+            out["memory_limit_bytes"] = self.memory_limit
+        if self.shm_size:
+            out["shm_size_bytes"] = self.shm_size
         if self.why:
             out["why"] = self.why
         return out
@@ -135,7 +145,7 @@ def _regexes(value, where: str) -> tuple[str, ...]:
 def _machine(backend: str, raw, where: str) -> Machine:
     if not isinstance(raw, dict):
         raise ScenarioError(f"{where}: expected a mapping")
-    unknown = set(raw) - {"why", "llm_kwargs", "env", "ballast", "timeout_s", "skip"}
+    unknown = set(raw) - {"why", "llm_kwargs", "env", "ballast", "memory_limit", "shm_size", "timeout_s", "skip"}
     if unknown:
         raise ScenarioError(f"{where}: unknown key(s) {sorted(unknown)}")
     kwargs = raw.get("llm_kwargs") or {}
@@ -159,6 +169,13 @@ def _machine(backend: str, raw, where: str) -> Machine:
         if not 0 < frac < 1:
             raise ScenarioError(f"{where}.ballast.leave_available_fraction must be between 0 and 1")
         ballast = Ballast(frac, int(b.get("min_bytes", 256 << 20)), int(b.get("max_bytes", 16 << 30)))
+    sizes = {}
+    for key in ("memory_limit", "shm_size"):
+        if raw.get(key) is not None:
+            try:
+                sizes[key] = parse_size(raw[key])
+            except ValueError as exc:
+                raise ScenarioError(f"{where}.{key}: {exc}") from None
     timeout = raw.get("timeout_s", 300)
     if not isinstance(timeout, (int, float)) or timeout <= 0:
         raise ScenarioError(f"{where}.timeout_s: expected a positive number of seconds")
@@ -170,6 +187,8 @@ def _machine(backend: str, raw, where: str) -> Machine:
         llm_kwargs=dict(kwargs),
         env={str(k): str(v) for k, v in env.items()},
         ballast=ballast,
+        memory_limit=sizes.get("memory_limit"),
+        shm_size=sizes.get("shm_size"),
         timeout_s=float(timeout),
         why=str(raw.get("why") or "").strip(),
         skip=skip.strip() if skip else None,

@@ -213,6 +213,49 @@ def outside_requests(driver) -> list[str]:
     return [e["message"] for e in driver.get_log("browser") if "ERR_NAME_NOT_RESOLVED" in e.get("message", "")]
 
 
+PHONE = {"width": 390, "height": 844}  # an iPhone 12-15 viewport in CSS pixels
+
+
+def emulate_phone(driver, width: int = PHONE["width"], height: int = PHONE["height"]) -> None:
+    """A phone's viewport through the DevTools protocol: mobile layout (the page's viewport meta
+    applies, as on a phone) at width x height CSS pixels, scale 1. A window size alone would not
+    do: desktop chromium keeps a minimum window width and draws scrollbars into the viewport."""
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": True})
+
+
+# The page's width against the viewport, and the elements that stick out past the right edge
+# (their own right edge, not inside a box that scrolls or clips sideways): what to fix.
+_OVERFLOW_JS = r"""
+const vw = document.documentElement.clientWidth;
+const clipped = el => {
+  for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
+    const o = getComputedStyle(p).overflowX;
+    if (o !== "visible") return true;
+  }
+  return false;
+};
+const out = [];
+for (const el of document.body.querySelectorAll("*")) {
+  const r = el.getBoundingClientRect();
+  if (r.width === 0 || r.right <= vw + 0.5 || clipped(el)) continue;
+  const s = getComputedStyle(el);
+  if (s.visibility === "hidden" || s.display === "none") continue;
+  let name = el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") +
+    (typeof el.className === "string" && el.className.trim() ? "." + el.className.trim().split(/\s+/).join(".") : "");
+  out.push({el: name, right: Math.round(r.right), text: (el.textContent || "").trim().slice(0, 60)});
+}
+return {scrollWidth: document.documentElement.scrollWidth, bodyScrollWidth: document.body.scrollWidth,
+        viewport: vw, innerWidth: window.innerWidth, offenders: out.slice(0, 12)};
+"""
+
+
+def overflow(driver) -> dict:
+    """{scrollWidth, bodyScrollWidth, viewport, innerWidth, offenders: [{el, right, text}]} of the
+    loaded page: scrollWidth > viewport means the page scrolls sideways."""
+    return driver.execute_script(_OVERFLOW_JS)
+
+
 def screenshot(driver, path: Path, full_page: bool = False) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if full_page:

@@ -76,7 +76,7 @@ def on_config(config):
         {"Where the memory goes": "memory.md"},
         *([{"Will it fit?": "fit.md"}] if fit is not None else []),
         {"Tags": "tags.md"},
-        *render.nav_tree(entries),  # phase sections -> category -> entry id, as on the index
+        *render.nav_tree(entries),  # phase sections -> category -> entry short title, as on the index
     ]
     return config
 

@@ -7,6 +7,7 @@ directly.
 from __future__ import annotations
 
 import difflib
+import html
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -18,6 +19,7 @@ from pymdownx.slugs import slugify
 
 from kvkb.entry import PLACEHOLDER_RE, Category, Entry, FixStatus, Phase
 
+from .codecheck import signature_checks
 from .results import Results, tail, verification
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -239,6 +241,13 @@ def fix_report_url(repo_url: str, entry_id: str, fix_id: str, outcome: str) -> s
     return f"{repo_url.rstrip('/')}/issues/new?{urlencode(query)}"
 
 
+def page_title(entry: Entry) -> str:
+    """The entry page's title: what a reader calls the error, then the exact line vLLM prints.
+    HTML-escaped: material writes the title into <title>, the header bar, the tags page and the
+    search index unescaped, and an error line may hold '<model.safetensors>'-like text."""
+    return html.escape(f"{entry.short_title} — {entry.title}", quote=False)
+
+
 def render_entry(entry: Entry, titles: dict[str, str], results: list[Results], repo_url: str | None = None) -> str:
     """The page for one entry; titles maps every entry id to its title (for related links); repo_url
     (mkdocs' repo_url) receives the "Did this fix it?" reports."""
@@ -261,16 +270,19 @@ def render_entry(entry: Entry, titles: dict[str, str], results: list[Results], r
         upper_version=upper_version,
         report_links=lambda fix_id: [(label, fix_report_url(repo, entry.id, fix_id, outcome)) for outcome, label in FIX_OUTCOMES],
         hl=changed_lines(entry.broken_code, entry.fixed_code) if entry.broken_code and entry.fixed_code else "",
+        checked=signature_checks(entry),
     )
-    # the page title is the error line users paste; tags feed the tags plugin
-    # search boost: an error page should outrank the hand-written pages that quote its log lines
-    return front_matter(title=entry.title, description=entry.summary, tags=entry_tags(entry), hide=["tags"], search={"boost": 2}) + body
+    # the page title (search result, <title>, the phone's header bar) is the short title, then the
+    # error line users paste: mkdocs.yml's search boosts rank pastes on the latter; tags feed the
+    # tags plugin; search boost: an error page should outrank the hand-written pages that quote its log lines
+    return front_matter(title=page_title(entry), description=entry.summary, tags=entry_tags(entry), hide=["tags"], search={"boost": 2}) + body
 
 
 def group_entries(entries: dict[str, Entry]) -> list[tuple[Phase, list[tuple[Category, list[Entry]]]]]:
-    """Phase -> category -> entries, in the enums' order (startup first), ids sorted within."""
+    """Phase -> category -> entries, in the enums' order (startup first), short titles sorted within
+    (the order a reader scans the navigation and the index in)."""
     grouped: dict[Phase, dict[Category, list[Entry]]] = defaultdict(lambda: defaultdict(list))
-    for entry in sorted(entries.values(), key=lambda e: e.id):
+    for entry in sorted(entries.values(), key=lambda e: (e.short_title.casefold(), e.id)):
         grouped[entry.phase][entry.category].append(entry)
     return [
         (phase, [(cat, grouped[phase][cat]) for cat in Category if grouped[phase].get(cat)])
@@ -283,13 +295,18 @@ def group_entries(entries: dict[str, Entry]) -> list[tuple[Phase, list[tuple[Cat
 NAV_PHASE_TITLES = {Phase.startup: "Errors at startup", Phase.serving: "Errors while serving"}
 
 
+def nav_label(entry: Entry) -> str:
+    """The entry's name in the navigation: its short title (the whole error line is too long to
+    scan in a sidebar; the id stays the URL). mkdocs' theme templates do not escape nav titles."""
+    return html.escape(entry.short_title, quote=False)
+
+
 def nav_tree(entries: dict[str, Entry]) -> list[dict]:
-    """mkdocs nav for the entry pages, grouped like the index (phase -> category). Each page is
-    listed by its id: the titles are whole error lines, too long to scan in a sidebar, and the id
-    is what kbmatch prints."""
+    """mkdocs nav for the entry pages, grouped like the index (phase -> category), each page
+    listed by its short title."""
     return [
         {NAV_PHASE_TITLES[phase]: [
-            {CATEGORY_TITLES[category]: [{e.id: f"errors/{e.id}.md"} for e in group]}
+            {CATEGORY_TITLES[category]: [{nav_label(e): f"errors/{e.id}.md"} for e in group]}
             for category, group in categories
         ]}
         for phase, categories in group_entries(entries)

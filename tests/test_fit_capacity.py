@@ -164,7 +164,7 @@ def test_null_block_decides_the_edge():
     needed = 8192 // 16 * block
     assert fit(s, kv_cache_memory=needed, max_model_len=8192).fits is False
     assert fit(s, kv_cache_memory=needed + block, max_model_len=8192).fits is True
-    # before 0.20 no block was held back
+    # before 0.29 no block was held back
     assert fit(s, kv_cache_memory=needed, max_model_len=8192, vllm_version="0.19.0").fits is True
     assert reserves_null_block("0.32.0") and not reserves_null_block("0.11.0")
 

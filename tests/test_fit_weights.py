@@ -56,7 +56,7 @@ def test_activation_grows_with_batched_tokens_and_seqs_not_context():
     assert small[0] >= 256 * 128256 * 4
 
 
-def test_budget_charges_cuda_graphs_only_from_0_21_and_not_eager():
+def test_budget_charges_cuda_graphs_only_from_0_20_and_not_eager():
     s = shipped("Qwen/Qwen2.5-7B-Instruct")
     kw = dict(gpu_memory=int(79.18 * GiB), utilization=0.92, tp=1, dtype="auto", max_num_batched_tokens=8192,
               max_num_seqs=1024)

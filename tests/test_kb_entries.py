@@ -5,7 +5,7 @@ from functools import lru_cache
 import pytest
 
 from kvkb import template
-from kvkb.entry import check_versions
+from kvkb.entry import CATEGORY_RULES, Category, Entry, category_misfits, check_versions
 from kvkb.lint import lint_kb
 from kvkb.validate import code_problem
 from kvkb.loader import entry_files, kb_dir, load_entry, load_kb
@@ -107,3 +107,47 @@ def test_kvkb_lint_finds_nothing(entry):
     # the full lint, kbmatch included: must-match samples name this entry, must-not-match ones do not
     mine = [p for p in _lint() if p.path.endswith(f"{entry.id}.yaml")]
     assert mine == [], "\n".join(p.format() for p in mine)
+
+
+# --- categories: each holds one kind of entry, by the schema's own description ---------------------
+
+
+def test_entry_is_of_the_kind_its_category_describes(entry):
+    """Its own category's rule holds and no other category's does (kvkb.entry.CATEGORY_RULES, the
+    descriptions kb/schema.json shows): an entry filed where it does not belong fails here."""
+    assert category_misfits(entry) == [], f"{entry.id} ({entry.category.value}): " + "; ".join(category_misfits(entry))
+
+
+def test_every_category_is_described_and_the_schema_says_so():
+    assert set(CATEGORY_RULES) == set(Category)
+    described = Entry.model_json_schema()["properties"]["category"]["description"]
+    for category, (says, _rule) in CATEGORY_RULES.items():
+        assert f"{category.value}: {says}" in described
+
+
+def test_any_entry_moved_to_another_category_is_a_misfit():
+    """The rules tell the kinds apart: every entry refiled under every other category fails."""
+    entries = _kb().entries
+    assert entries
+    for eid, e in entries.items():
+        for other in Category:
+            if other is not e.category:
+                assert category_misfits(e.model_copy(update={"category": other})), (eid, other.value)
+
+
+@pytest.mark.parametrize("eid, wrong, because", [
+    # the issue's own examples of stretched categories, and kinds easily confused
+    ("lmcache-cpu-buffer-full", "cpu-backend", "is not cpu-backend"),
+    ("kv-offload-host-memory", "kv-capacity", "is not kv-capacity"),
+    ("sleep-mode-wake-up-oom", "device-memory", "is not device-memory"),
+    ("workspace-locked-growth", "kv-capacity", "reads as internal"),
+    ("cuda-oom-during-serving", "engine-wrapper", "reads as device-memory"),
+    ("prompt-exceeds-kv-capacity", "request", "reads as kv-capacity"),
+    ("kv-cache-allocation-failed", "kv-capacity", "reads as misinformation"),
+])
+def test_misfiled_entries_are_named_with_the_reason(eid, wrong, because):
+    entries = _kb().entries
+    if eid not in entries:
+        pytest.skip(f"{eid} is not in kb/")
+    misfits = category_misfits(entries[eid].model_copy(update={"category": Category(wrong)}))
+    assert any(m.startswith(because) for m in misfits), misfits

@@ -27,6 +27,7 @@ EXPECTED = [
     ("kb020-id-not-file-name", "KB020", 2, 1, "id: some-other-name"),
     ("kb021-duplicate-fix-id", "KB021", 29, 5, "- id: lower-max-model-len"),
     ("kb022-dangling-related", "KB022", 47, 5, "- id: no-such-entry"),
+    ("kb025-short-title-too-long", "KB025", 53, 1, "short_title: "),
     ("kb030-not-a-range", "KB030", 27, 9, 'versions: "0.4.1"'),
     ("kb030-reversed-version-range", "KB030", 13, 5, 'versions: ">=0.9.2,<=0.4.1"'),
     ("kb040-stray-brace", "KB040", 12, 5, "template: "),
@@ -38,7 +39,7 @@ EXPECTED = [
     ("kb052-code-without-main-guard", "KB052", 42, 3, '  LLM(model="MODEL")'),
     ("kb060-raw-html", "KB060", 4, 1, "summary: The V0 CPU backend checks at startup <script>"),
 ]
-REQUIRED = {"KB001", "KB002", "KB003", "KB010", "KB011", "KB012", "KB013", "KB020", "KB021", "KB022", "KB030",
+REQUIRED = {"KB001", "KB002", "KB003", "KB010", "KB011", "KB012", "KB013", "KB020", "KB021", "KB022", "KB025", "KB030",
             "KB040", "KB041", "KB042", "KB050", "KB051", "KB052", "KB060"}
 
 
@@ -125,8 +126,32 @@ def test_lone_file_resolves_related_ids_against_its_folder(tmp_path):
     base = (FIXTURES / "ok-baseline.yaml").read_text()
     (tmp_path / "ok-baseline.yaml").write_text(base.replace("references:\n", "related:\n  - id: other-entry\nreferences:\n"))
     assert [p.code for p in lint_paths([tmp_path / "ok-baseline.yaml"], with_matcher=False)[0]] == ["KB022"]
-    (tmp_path / "other-entry.yaml").write_text(base.replace("id: ok-baseline", "id: other-entry"))
+    (tmp_path / "other-entry.yaml").write_text(base.replace("id: ok-baseline", "id: other-entry")
+                                               .replace('short_title: "', 'short_title: "Other: '))
     assert lint_paths([tmp_path / "ok-baseline.yaml"], with_matcher=False)[0] == []
+
+
+def test_short_titles_are_unique_across_the_folder(tmp_path):
+    """KB026 on each entry whose short_title another entry has too (case and spacing aside), at the key."""
+    base = (FIXTURES / "ok-baseline.yaml").read_text()
+    (tmp_path / "ok-baseline.yaml").write_text(base)
+    twin = base.replace("id: ok-baseline", "id: twin").replace('short_title: "Max seq len', 'short_title: "max  seq len')
+    (tmp_path / "twin.yaml").write_text(twin)
+    problems, _ = lint_paths([tmp_path / "twin.yaml"], with_matcher=False)  # a lone file, against its folder
+    line = twin.splitlines().index(next(l for l in twin.splitlines() if l.startswith("short_title:"))) + 1
+    assert [(p.code, p.line, p.column) for p in problems] == [("KB026", line, 1)]
+    assert "ok-baseline.yaml" in problems[0].message
+    problems, _ = lint_paths([tmp_path], with_matcher=False)  # the folder: both entries are named
+    assert sorted((Path(p.path).name, p.code) for p in problems) == [("ok-baseline.yaml", "KB026"), ("twin.yaml", "KB026")]
+    (tmp_path / "twin.yaml").write_text(twin.replace('short_title: "max  seq len', 'short_title: "Twin: max seq len'))
+    assert lint_paths([tmp_path], with_matcher=False)[0] == []
+
+
+def test_short_title_limit_is_the_one_the_schema_and_remedy_state():
+    from kvkb.entry import SHORT_TITLE_MAX, Entry
+
+    assert Entry.model_json_schema()["properties"]["short_title"]["maxLength"] == SHORT_TITLE_MAX
+    assert f"{SHORT_TITLE_MAX} characters" in CODES["KB025"].remedy
 
 
 @pytest.mark.parametrize(

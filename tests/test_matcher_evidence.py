@@ -131,3 +131,57 @@ def test_restarts_and_the_last_startups_answer_in_the_text_report():
     root = report.matches[0]
     assert root.line_no == 8  # the second start-up's error, not the first
     assert "1 restart (2 start-ups)" in report_text(report, 3, False)
+
+
+# --- INFO lines that carry the whole evidence; host RAM kills (issue 18) ---------------------------
+
+
+def test_sleep_mode_that_freed_nothing_is_likely_memory_not_released():
+    sc = scan(["(WorkerDict pid=9) INFO 07-07 10:00:00 [gpu_worker.py:100] Sleep mode freed 0.00 GiB memory, "
+               "71.32 GiB memory is still in use."])
+    assert ("sleep-mode-memory-not-released", "likely") in ids(sc)
+    healthy = scan(["INFO 07-07 10:00:00 [gpu_worker.py:100] Sleep mode freed 59.52 GiB memory, 7.67 GiB memory is still in use."])
+    assert ids(healthy) == []
+
+
+def test_a_wrapper_over_a_sigkill_points_to_the_host_memory_category():
+    lines = ["ERROR 05-01 10:05:00 [multiproc_executor.py:146] Worker proc VllmWorker-1 died unexpectedly, shutting down executor.",
+             "Killed"]
+    got = hints(scan(lines), False)
+    assert [(h.entry, h.tier) for h in got] == [("category:host-memory", "likely")]
+    assert len(got[0].facts) == 2  # the kill and the wrapper, each with its line
+    # a plain "Killed" followed by another error is not evidence: a person can kill -9 too
+    assert ids(scan(["Killed", "ValueError: something else went wrong here"])) == []
+
+
+def test_the_oom_killer_or_ray_monitor_alone_is_strong_evidence():
+    for line in ("[ 661.5] Out of memory: Killed process 2314 (VLLM::Worker_TP) total-vm:98765432kB",
+                 "Last State: Terminated  Reason: OOMKilled  Exit Code: 137",
+                 "(raylet) 1 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed"):
+        assert ("category:host-memory", "likely") in ids(scan([line, "ValueError: later error"])), line
+
+
+def test_the_engine_resolves_the_host_category_by_its_entries_not_by_id():
+    from matcher_helpers import entry_ids
+
+    report = matcher().match("ERROR 05-01 10:05:00 [multiproc_executor.py:146] Worker proc VllmWorker-1 died "
+                             "unexpectedly, shutting down executor.\nKilled\n")
+    likely = [m for m in report.matches if m.confidence == "likely"]
+    if not any(e.startswith("host-oom") for e in entry_ids()):
+        return
+    assert likely and all(m.category == "host-memory" for m in likely)
+    assert report.root_cause is None  # the wrapper is not claimed over the kill
+
+
+def test_an_assert_line_at_the_cut_is_evidence():
+    sc = scan(["Traceback (most recent call last):",
+               '  File "/x/vllm/utils/torch_utils.py", line 798, in get_accelerator_view_from_cpu_tensor',
+               '    assert cpu_tensor.is_pinned(), "CPU tensor must be pinned"'])
+    assert sc.last_raise == (3, "AssertionError", "CPU tensor must be pinned")
+
+
+def test_the_device_of_a_cut_traceback_comes_from_its_files():
+    sc = scan(["Traceback (most recent call last):",
+               '  File "/x/vllm_ascend/worker/worker_v1.py", line 1, in determine_available_memory',
+               "    self.model_runner.profile_run()"])
+    assert sc.frame_device() == "npu" and sc.frame_stage() == "startup"

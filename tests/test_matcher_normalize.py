@@ -145,3 +145,32 @@ def test_http_error_bodies_yield_the_servers_message():
     assert recs[-1].kind == "inner" and recs[-1].message == 'This model\'s maximum context length is 2048 tokens. "x" é end'
     single = "ERROR x: {'message': 'It\\'s too long for this model, sorry', 'code': 400}"
     assert records(single)[-1].message == "It's too long for this model, sorry"
+
+
+def test_the_old_allocator_layout_reads_as_the_new_one():
+    from kvkb.matcher.normalize import canonical
+
+    old = ("XPU out of memory. Tried to allocate 1.50 GiB (GPU 0; 15.11 GiB total capacity; 13.20 GiB already "
+           "allocated; 1.02 GiB free; 13.50 GiB reserved in total by PyTorch)")
+    assert canonical(old) == ("XPU out of memory. Tried to allocate 1.50 GiB. GPU 0 has a total capacity of 15.11 GiB "
+                              "of which 1.02 GiB is free.")
+    assert canonical("CUDA out of memory. Tried to allocate 2.00 MiB (GPU 0; 10.76 GiB total capacity; 9.89 GiB "
+                     "already allocated; 0 bytes free; 9.93 GiB reserved in total by PyTorch)").endswith("of which 0 bytes is free.")
+    npu = "NPU out of memory. Tried to allocate 22.00 MiB (NPU 6; 60.97 GiB total capacity; 10.24 GiB already allocated)"
+    assert canonical(npu) == npu  # torch_npu's own layout is its entry's wording
+
+
+def test_process_tags_with_a_rank_and_the_innermost_level():
+    from kvkb.matcher.normalize import strip_prefixes
+
+    assert strip_prefixes("(VllmWorker rank=5 pid=3073)   File \"/x.py\", line 1, in f")[0] == '  File "/x.py", line 1, in f'
+    line = ("INFO 2025-11-19T20:16:36.096680376Z [resource.labels.containerName: vllm] (EngineCore_DP0 pid=270) "
+            "ERROR 11-19 12:16:36 [v1/engine/core.py:842] torch.OutOfMemoryError: x")
+    content, level, _ = strip_prefixes(line)
+    assert content == "torch.OutOfMemoryError: x" and level == "ERROR"
+
+
+def test_an_exception_quoted_as_inline_code_is_a_record():
+    recs = records("This PR fixes the server failing with `ValueError: max_num_batched_tokens (2048) is smaller than "
+                   "max_model_len (8192).` when chunked prefill is off.")
+    assert [(r.kind, r.type) for r in recs][-1] == ("inner", "ValueError")

@@ -104,3 +104,24 @@ def test_exact_wording_wins_over_a_longer_template_that_contains_the_line():
     m.table = type(m.table)(m.table.sigs)
     top = m.match("ValueError: No available memory for the cache blocks. Try increasing it.\n").matches[0]
     assert top.confident and top.signature["id"] == "short"
+
+
+# --- the words that carry a memory error's meaning (issue 18) ---------------------------------------
+
+
+def test_meaning_words_must_agree():
+    from kvkb.matcher.score import meaning, meaning_differs
+
+    assert meaning("cuda out of memory. tried") == (frozenset({"cuda"}), frozenset(), True)
+    oom = {"norm": "cuda driver error: out of memory", "devices": ["cuda"], "spaces": []}
+    assert meaning_differs("cuda driver error: out of memory", oom) is None
+    assert "memory ran out" in meaning_differs("cuda driver error: the operation cannot be performed in the present state", oom)
+    hbm = {"norm": "ran out of memory in memory space hbm", "devices": [], "spaces": ["hbm"]}
+    assert "smem" in meaning_differs("ran out of memory in memory space smem", hbm)
+    onchip = dict(hbm, spaces=["smem", "vmem"])
+    assert meaning_differs("ran out of memory in memory space vmem", onchip) is None
+    xpu = {"norm": "xpu out of memory", "devices": ["xpu"], "spaces": []}
+    assert meaning_differs("npu out of memory", xpu)
+    # a capacity message that mentions CUDA graphs names no device that ran out
+    mamba = {"norm": "max_num_seqs exceeds mamba cache blocks so cuda graph capture cannot proceed", "devices": ["cuda"], "spaces": []}
+    assert meaning_differs("max_num_seqs (<n>) exceeds available mamba cache blocks (<n>).", mamba) is None

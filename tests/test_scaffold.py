@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from kvkb.cli.main import main
-from kvkb.entry import Entry
+from kvkb.entry import SHORT_TITLE_MAX, Category, Entry
 from kvkb.lint import lint_paths
 from kvkb.loader import dotted
 from kvkb.scaffold import ID_RULE, skeleton, valid_id
@@ -18,6 +18,7 @@ LINE = ("ValueError: No available memory for the cache blocks. Try increasing `g
 # what a contributor writes in place of each TODO (keys: the dotted path of the TODO)
 FILL = {
     "title": "ValueError: No available memory for the cache blocks",
+    "short_title": "No memory left for KV cache blocks",
     "summary": "The weights and activation peak used the whole memory budget, so no KV cache blocks are left.",
     "severity": "fatal",
     "fix_time": "minutes",
@@ -26,7 +27,8 @@ FILL = {
     "signatures[0].id": "v0-gpu",
     "signatures[0].exception": "ValueError",
     "signatures[0].template": "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.",
-    "signatures[0].versions": ">=0.4.1,<=0.10.2",
+    # every release whose code prints the line (v0 worker and v1 core alike): what `kvkb atlas find` says
+    "signatures[0].versions": ">=0.4.0,<=0.12.0",
     "signatures[0].engine": "v0",
     "signatures[0].backend": "cuda",
     "signatures[0].samples[0]": LINE,
@@ -81,7 +83,9 @@ def test_skeleton_has_schema_line_and_every_required_key_commented():
 
 def test_skeleton_comments_list_the_models_choices():
     text = skeleton("my-entry")
-    assert "kv-capacity | gpu-memory | cpu-backend" in text and "fatal | error | warning" in text
+    assert "category: TODO  # " + " | ".join(c.value for c in Category) in text and "fatal | error | warning" in text
+    assert "kv-capacity | device-memory | host-memory" in text
+    assert f"at most {SHORT_TITLE_MAX} characters" in text
 
 
 def test_skeleton_fails_lint_at_every_todo(tmp_path):
@@ -171,7 +175,7 @@ def test_contributing_code_table_equals_codes_py():
 
 def test_contributing_walks_through_the_commands():
     text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
-    for command in ("kvkb new <id>", "kvkb lint kb/<id>.yaml", "kvkb verify <id>", "python -m kvkb.schema", ".ci/run"):
+    for command in ("kvkb new <id>", "kvkb atlas find", "kvkb lint kb/<id>.yaml", "kvkb verify <id>", "python -m kvkb.schema", ".ci/run"):
         assert command in text
 
 

@@ -134,7 +134,7 @@ def test_memory_page_links_every_entry(site, entries):
     assert not missing, missing
 
 
-def test_nav_groups_entries_by_phase_and_category_with_short_labels(site, entries):
+def test_nav_groups_entries_by_phase_and_category_and_names_them_by_short_title(site, entries):
     import re
 
     page = html(site, "index.html")
@@ -148,7 +148,7 @@ def test_nav_groups_entries_by_phase_and_category_with_short_labels(site, entrie
     for eid, entry in entries.items():
         link = re.search(rf'href="errors/{re.escape(eid)}/"[^>]*>\s*<span[^>]*>\s*([^<]+?)\s*</span>', nav)
         assert link, eid
-        assert link.group(1) == eid  # the id, not the whole error line
+        assert unescape(link.group(1)) == entry.short_title  # a short title, not the error line; the id is the URL
         where = nav.index(f'href="errors/{eid}/"')
         assert (where > serving) == (entry.phase.value == "serving"), eid
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kvkb.entry import Backend, Entry
 from kvkb.loader import REPO_ROOT
@@ -179,7 +180,10 @@ def _page(entry, results=()):
 def test_entry_page_has_every_part(entry):
     md = _page(entry)
     assert md.startswith("---\n") and "\ntags:\n- max-model-len-exceeds-kv-cache\n" in md
-    assert "\n# ValueError: To serve at least one request" in md
+    # the short title heads the page; the exact error line (escaped: it is text) right below it
+    head = md.split("\n<h1 class=\"kvkb-title\">", 1)[1]
+    assert head.startswith(f"{entry.short_title}</h1>\n\n<p class=\"kvkb-error-line\"><code>ValueError: To serve at least one request")
+    assert "model&#39;s max seq len" in head.split("\n\n", 2)[1]
     # signature table: versions, engine, backend, exception, template with readable placeholders
     assert "| 0.9.1 – 0.21.0 | v1 | any | `ValueError` | `To serve at least one request with the models's max seq len (<max_model_len>)" in md
     # verbatim samples in the lead section (before the first ## heading) for search
@@ -244,17 +248,37 @@ def test_group_entries_skips_empty_groups(entry):
     assert [(p.value, [c.value for c, _ in cats]) for p, cats in groups] == [("startup", ["kv-capacity"])]
 
 
-def test_nav_tree_groups_like_the_index_and_lists_ids(entry):
-    serving = entry.model_copy(update={"id": "serving-one", "phase": "serving", "category": "request"})
-    oom = entry.model_copy(update={"id": "a-gpu-one", "category": "gpu-memory"})
-    nav = render.nav_tree({e.id: e for e in (entry, serving, oom)})
+def test_nav_tree_groups_like_the_index_and_lists_short_titles(entry):
+    serving = entry.model_copy(update={"id": "serving-one", "phase": "serving", "category": "request",
+                                       "short_title": "Serving one"})
+    oom = entry.model_copy(update={"id": "a-gpu-one", "category": "device-memory", "short_title": "A <GPU> one & more"})
+    other = entry.model_copy(update={"id": "b-first", "short_title": "Aaa first by title"})
+    nav = render.nav_tree({e.id: e for e in (entry, serving, oom, other)})
     assert nav == [
         {"Errors at startup": [
-            {"KV-cache capacity": [{entry.id: f"errors/{entry.id}.md"}]},
-            {"GPU memory": [{"a-gpu-one": "errors/a-gpu-one.md"}]},
+            # sorted by short title within a category; the id stays the page's URL
+            {"KV-cache capacity": [{"Aaa first by title": "errors/b-first.md"}, {entry.short_title: f"errors/{entry.id}.md"}]},
+            # mkdocs' theme does not escape nav titles: the label is escaped here
+            {"Device memory (GPU and accelerators)": [{"A &lt;GPU&gt; one &amp; more": "errors/a-gpu-one.md"}]},
         ]},
-        {"Errors while serving": [{"Per-request limits": [{"serving-one": "errors/serving-one.md"}]}]},
+        {"Errors while serving": [{"Per-request limits": [{"Serving one": "errors/serving-one.md"}]}]},
     ]
+
+
+def test_entry_page_title_is_escaped_text(entry):
+    """material puts the front matter title into <title>, the header and the search index as HTML."""
+    odd = entry.model_copy(update={"title": "unable to mmap N bytes from file <model.safetensors> & more",
+                                   "short_title": "Host <b>RAM</b>"})
+    md = _page(odd)
+    meta = yaml.safe_load(md.split("---\n")[1])
+    assert meta["title"] == "Host &lt;b&gt;RAM&lt;/b&gt; — unable to mmap N bytes from file &lt;model.safetensors&gt; &amp; more"
+    assert '<h1 class="kvkb-title">Host &lt;b&gt;RAM&lt;/b&gt;</h1>' in md
+    assert "<code>unable to mmap N bytes from file &lt;model.safetensors&gt; &amp; more</code>" in md
+
+
+def test_index_lists_short_titles_with_the_error_line_below(entry):
+    md = render.render_index({entry.id: entry}, [], has_fit=False)
+    assert f"| [{render.plain(entry.short_title)}](errors/{entry.id}.md)<br><span class=\"kvkb-error-line\">ValueError: To serve" in md
 
 
 def test_templates_ship_with_the_package():

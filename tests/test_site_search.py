@@ -89,8 +89,10 @@ def test_identifiers_stay_whole_and_flags_split_like_lunr_queries(index):
 def test_every_entry_page_leads_with_its_title_and_verbatim_lines(index, entries):
     for eid, entry in entries.items():
         doc = lead_doc(index, eid)
-        assert squash(doc["title"]) == " ".join(entry.title.split())
+        # the search result reads as the short title, then the error line (pastes rank on it)
+        assert squash(doc["title"]) == " ".join(f"{entry.short_title} — {entry.title}".split())
         text = squash(doc["text"])
+        assert text.startswith(" ".join(entry.short_title.split())), eid  # the page's heading
         for sig in entry.signatures:
             for sample in sig.samples:
                 assert " ".join(sample.split()) in text, (eid, sample[:60])
@@ -247,6 +249,22 @@ def test_the_shim_searches_complete_words_exactly_and_the_last_word_as_a_prefix(
     assert pasted.split() == ["of^1", "memory.^1"]  # a trailing newline ends the last word too
     assert flag == "max-model-len`"  # no lunr NOT/MUST operator left, still a prefix while typing
     assert '"' not in quoted  # material makes quoted text MUST terms: a traceback would find nothing
+
+
+def test_short_titles_and_ids_find_their_entries(entries, lunr):
+    """The navigation names a page by its short title and kbmatch by its id: searching either lists
+    the page in the top 3 (lunr splits an id on '-', so its words are shared with its neighbours:
+    cuda-oom-during-startup and cuda-oom-during-serving)."""
+    ids = sorted(entries)
+    ranked = lunr([entries[eid].short_title for eid in ids] + ids)
+    missed = []
+    for eid, locs in zip(ids, ranked[:len(ids)]):
+        if f"errors/{eid}/" not in locs[:3]:
+            missed.append(("short title", eid, entries[eid].short_title, locs[:3]))
+    for eid, locs in zip(ids, ranked[len(ids):]):
+        if f"errors/{eid}/" not in locs[:3]:
+            missed.append(("id", eid, locs[:3]))
+    assert not missed, missed
 
 
 def test_a_pasted_traceback_with_quoted_paths_finds_the_entry(entries, lunr):

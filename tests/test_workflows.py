@@ -19,7 +19,7 @@ def steps_text(job: dict) -> str:
     return "\n".join(str(s.get("run", "")) + " " + str(s.get("uses", "")) for s in job["steps"])
 
 
-@pytest.mark.parametrize("name", ["ci.yml", "gpu-reproductions.yml", "pages.yml"])
+@pytest.mark.parametrize("name", ["ci.yml", "gpu-reproductions.yml", "pages.yml", "atlas-drift.yml"])
 def test_workflow_parses_with_jobs_and_steps(name):
     data = load(name)
     assert data["on"] and data["jobs"]
@@ -77,3 +77,18 @@ def test_pages_publishes_the_site_with_results():
     text = "\n".join(steps_text(j) for j in data["jobs"].values())
     assert "mkdocs build --strict" in text and "deploy-pages" in text
     assert "reproductions/results/cuda.json" in text
+
+
+def test_atlas_drift_adds_new_releases_and_opens_an_issue():
+    data = load("atlas-drift.yml")
+    assert data["on"]["schedule"][0]["cron"] and "workflow_dispatch" in data["on"]
+    # reads the repo, writes issues, nothing else
+    assert data["permissions"] == {"contents": "read", "issues": "write"}
+    job = data["jobs"]["drift"]
+    text = steps_text(job)
+    assert "kvkb atlas add --new --report drift.md" in text
+    assert "gh issue create" in text and "--body-file" in text
+    assert "self-hosted" not in str(job["runs-on"])
+    opener = next(s for s in job["steps"] if "gh issue create" in str(s.get("run", "")))
+    assert opener["env"]["GH_TOKEN"] == "${{ github.token }}"
+    assert "hashFiles('drift.md')" in opener["if"]

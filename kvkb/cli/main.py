@@ -13,6 +13,7 @@ SUBCOMMANDS = {
     "verify": "kvkb.cli.verify",
     "doctor": "kvkb.cli.doctor",
     "index": "kvkb.cli.index",
+    "atlas": "kvkb.cli.atlas",
 }
 
 

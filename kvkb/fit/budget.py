@@ -3,7 +3,7 @@
 vLLM 0.32.0 (`v1/worker/gpu_worker.py:634-807`): requested = ceil(total x utilization); it then
 *measures* weights + non-torch memory + the activation peak of a dummy forward of
 max_num_batched_tokens tokens and a dummy sampler pass (fp32 logits for min(max_num_seqs,
-max_num_batched_tokens) rows x vocab), and from 0.21 also the estimated CUDA-graph pool, and gives
+max_num_batched_tokens) rows x vocab), and from 0.20 also the estimated CUDA-graph pool, and gives
 the rest to the KV cache. Only the weights are knowable before launch, so the other terms are a
 range built from the shapes that drive them (reference/kv-sizing.md §2, §5):
 - activation low  = one copy of the sampler logits + the MLP gate/up output for the batch;
@@ -11,7 +11,8 @@ range built from the shapes that drive them (reference/kv-sizing.md §2, §5):
   indices) + 1.5 x the MLP, attention and residual tensors of the batch (observed peaks: 0.3 GiB
   for a 0.5B model, up to 5.6 GiB for 8B-32B models with H100 server defaults);
 - non-torch (CUDA context extras, NCCL): 0.02-0.2 GiB on one GPU, 0.2-0.6 GiB with TP;
-- CUDA graphs (charged from 0.21 unless --enforce-eager): 0.05-0.7 GiB dense, up to 3.5 GiB MoE+TP.
+- CUDA graphs (charged from 0.20 unless --enforce-eager; vLLM's log says 0.21, its code 0.20): 0.05-0.7 GiB
+  dense, up to 3.5 GiB MoE+TP.
 The real numbers are in vLLM's startup log; pass "Available KV cache memory" as --kv-cache-memory.
 """
 
@@ -21,7 +22,7 @@ import math
 
 from kvkb.fit.hfconfig import ModelShape, dtype_bytes, model_dtype
 from kvkb.fit.sizes import GiB
-from kvkb.fit.versions import version_tuple
+from kvkb.fit.versions import CUDAGRAPH_CHARGED_FROM, release_name, version_tuple
 
 
 def activation_range(shape: ModelShape, *, tp: int, dtype: str, max_num_batched_tokens: int,
@@ -61,7 +62,8 @@ def estimate_budget(shape: ModelShape, *, gpu_memory: int, utilization: float, t
                                                max_num_batched_tokens=max_num_batched_tokens,
                                                max_num_seqs=max_num_seqs)
     nt_lo, nt_hi = (int(0.02 * GiB), int(0.2 * GiB)) if tp == 1 else (int(0.2 * GiB), int(0.6 * GiB))
-    cg_charged = version_tuple(vllm_version) >= (0, 21, 0) and not enforce_eager
+    cg_charged = version_tuple(vllm_version) >= CUDAGRAPH_CHARGED_FROM and not enforce_eager
+    since = release_name(CUDAGRAPH_CHARGED_FROM)
     if cg_charged:
         cg_lo, cg_hi = (int(0.05 * GiB), int(0.7 * GiB))
         if shape.moe or tp > 1:
@@ -75,8 +77,8 @@ def estimate_budget(shape: ModelShape, *, gpu_memory: int, utilization: float, t
         "weights": weights, "weights_source": (weight_source or "") + (f", / TP {tp}" if tp > 1 else ""),
         "non_torch": [nt_lo, nt_hi], "activation": [act_lo, act_hi], "activation_reason": act_why,
         "cuda_graphs": [cg_lo, cg_hi],
-        "cuda_graphs_reason": ("estimated pool charged to the KV budget (default since 0.21)" if cg_charged else
+        "cuda_graphs_reason": (f"estimated pool charged to the KV budget (default since {since})" if cg_charged else
                                ("--enforce-eager: no graphs" if enforce_eager else
-                                "not charged before 0.21: graphs must fit in the 1 - utilization margin")),
+                                f"not charged before {since}: graphs must fit in the 1 - utilization margin")),
         "kv_low": kv_lo, "kv_high": kv_hi,
     }

@@ -11,7 +11,7 @@ Everything here follows vLLM 0.32.0 `v1/core/kv_cache_utils.py` (line numbers fr
   cdiv(min(window - 1 + in-flight tokens, max_model_len), block) + 1 (`kv_cache_interface.py:859`);
 - logged tokens = int(concurrency * max_model_len) (`get_kv_cache_capacity`, :2300);
 - fit check and the "estimated maximum model length" binary search run on available minus one
-  block, the null block BlockPool keeps (`get_kv_cache_configs`, :2626-2650; :1003; :2369);
+  block, the null block BlockPool keeps (`get_kv_cache_configs`, :2626-2650; :1003; :2369), from 0.29.0;
 - a speculative-decoding drafter's layers join the same pool (kvkb.fit.draft).
 Pure functions, stdlib only: kbmatch may import this on its hot path.
 """
@@ -24,7 +24,7 @@ from kvkb.fit.draft import Draft, draft_layout, with_draft
 from kvkb.fit.hfconfig import ModelShape, parse_config
 from kvkb.fit.kvspec import FitError, KVLayout, kv_layout
 from kvkb.fit.sizes import GiB, format_gib, human_bytes
-from kvkb.fit.versions import version_tuple  # noqa: F401 - re-exported: kvkb.fit.capacity.version_tuple
+from kvkb.fit.versions import NULL_BLOCK_RESERVED_FROM, version_tuple  # noqa: F401 - version_tuple re-exported
 
 DEFAULT_VLLM_VERSION = "0.32.0"
 
@@ -39,9 +39,9 @@ def default_gpu_memory_utilization(vllm_version: str) -> float:
 
 
 def reserves_null_block(vllm_version: str) -> bool:
-    # 0.32.0 subtracts one block before the check (verified on CPU); the reference dates the
-    # reservation to the 0.2x line.
-    return version_tuple(vllm_version) >= (0, 20, 0)
+    # 0.29.0 first subtracts one block before the check and auto-fit (verified on CPU with 0.32.0);
+    # 0.28.0 and earlier check the whole memory, so one block is enough to pass there.
+    return version_tuple(vllm_version) >= NULL_BLOCK_RESERVED_FROM
 
 
 @dataclass(frozen=True)
@@ -380,7 +380,7 @@ def fit(config, *, kv_cache_memory: int | None = None, gpu_memory: int | None = 
             max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens, device=device,
             enforce_eager=enforce_eager, hybrid=hybrid_kv_cache_manager, weight_bytes=weight_bytes,
             weight_source=weight_source, seqs=seqs, layout=target_layout, draft_config=draft_config,
-            draft_layers=draft_layers, draft_tp=draft_tensor_parallel_size))
+            draft_layers=draft_layers, draft_tp=draft_tensor_parallel_size, null_block=null_block))
     return result
 
 
@@ -442,10 +442,11 @@ def _suggestions(shape: ModelShape, r: FitResult, lo: Capacity, hi: Capacity, lo
         elif hi.vllm_estimate > 0:
             out.append(f"--max-model-len {hi.vllm_estimate} fits only if the overhead is at the low end of the "
                        "estimate")
-        short = lo.needed_bytes + lo.bytes_per_block - max(r.available_bytes, 0)
+        reserved = lo.bytes_per_block if a["null_block"] else 0  # the null block, held back from 0.29
+        short = lo.needed_bytes + reserved - max(r.available_bytes, 0)
         if short > 0:
-            out.append(f"KV memory: {human_bytes(lo.needed_bytes)} for one {r.max_model_len:,}-token request "
-                       f"+ 1 reserved block; {human_bytes(short)} short")
+            out.append(f"KV memory: {human_bytes(lo.needed_bytes)} for one {r.max_model_len:,}-token request"
+                       + (" + 1 reserved block" if reserved else "") + f"; {human_bytes(short)} short")
         if a["gpu_memory"] and not r.budget and short > 0:
             # kv-sizing.md §7: raising utilization by d adds d x total memory to the pool one-for-one
             u = a["util"] + (short + 1) / a["gpu_memory"]

@@ -12,6 +12,7 @@ from kvkb.fit.capacity import DEFAULT_VLLM_VERSION, FitResult, default_gpu_memor
 from kvkb.fit.hfconfig import ModelShape, load_shape
 from kvkb.fit.kvspec import kv_layout
 from kvkb.fit.sizes import GiB, human_bytes
+from kvkb.fit.versions import CUDAGRAPH_CHARGED_FROM, NULL_BLOCK_RESERVED_FROM, release_name
 
 from kvkb.fit import MODELS_PATH, shipped_configs
 
@@ -200,7 +201,8 @@ def render_markdown() -> str:
       "them run; when the pool is full, vLLM preempts or queues requests rather than crashing.")
     w("")
     w("**Fits**: vLLM refuses to start unless one request of max_model_len fits in the KV memory minus one block "
-      "(the null block it keeps back). Otherwise it stops with *To serve at least one request with the "
+      f"(the null block it keeps back, from vLLM {release_name(NULL_BLOCK_RESERVED_FROM)}; earlier releases check the whole "
+      "KV memory). Otherwise it stops with *To serve at least one request with the "
       "model's max seq len …* and prints an estimated maximum model length: the largest length that fits.")
     w("")
     w(f"**gpu_memory_utilization**: The fraction of the GPU's **total** memory this vLLM instance may use: {util} from vLLM 0.20 "
@@ -209,8 +211,8 @@ def render_markdown() -> str:
     w("")
     w("**Activations and CUDA graphs**: Measured by vLLM at startup, so only estimated here, as a range: the dummy forward pass grows "
       "with `max_num_batched_tokens`, the sampler with `max_num_seqs` × vocabulary size, not with "
-      "max_model_len. From vLLM 0.21 the CUDA-graph pool is also charged to the KV budget unless "
-      "`--enforce-eager`.")
+      f"max_model_len. From vLLM {release_name(CUDAGRAPH_CHARGED_FROM)} the estimated CUDA-graph pool is also charged to the "
+      "KV budget unless `--enforce-eager`.")
     w("")
     w("**Sliding window**: Layers with a sliding window (Mistral 7B v0.1, 5 of every 6 Gemma 3 layers, every other Gemma 2 "
       "layer) keep only the window plus in-flight tokens per request, so long contexts cost far less.")

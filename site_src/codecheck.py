@@ -1,0 +1,56 @@
+"""The "checked against vLLM's code" cell of each signature row: the releases whose code prints the
+wording (kvkb/atlas) and a link to the raising line of the newest of them at its tag on GitHub."""
+
+from __future__ import annotations
+
+import re
+
+from kvkb.atlas.match import explain
+from kvkb.atlas.store import Atlas, AtlasError, load_default, spans
+from kvkb.entry import Entry, Signature
+
+VLLM_BLOB = "https://github.com/vllm-project/vllm/blob"
+_SAFE_PATH = re.compile(r"^[\w./-]+$")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]#|!<>])")
+
+
+def source_url(version: str, path: str, line: int | None) -> str:
+    """vLLM's file at the release tag (vX.Y.Z), at the line when known."""
+    if not _SAFE_PATH.match(path):
+        raise ValueError(f"not a source path: {path!r}")
+    return f"{VLLM_BLOB}/v{version}/{path}" + (f"#L{line}" if line else "")
+
+
+def signature_check(sig: Signature, atlas: Atlas | None) -> str:
+    """Markdown for one table cell (no '|' in it)."""
+    if sig.origin != "vllm":
+        return f"not vLLM's text: printed by {sig.origin}"
+    if atlas is None:
+        return "not checked (no atlas in this build)"
+    found: set[int] = set()
+    items = []
+    for sample in sig.samples:
+        ex = explain(atlas, sample, sig.template)
+        found |= ex.releases
+        items += ex.items
+    if not found:
+        return "not found in vLLM's code"
+    newest = max(found)
+    version = atlas.releases[newest]
+    holder = next((it for it in items if it.line_at(newest) is not None), None) \
+        or next((it for it in items if newest in it.indexes), None)
+    text = f"checked against vLLM's code, releases {spans(found, atlas.releases)}"
+    if holder is None:
+        return text
+    line = holder.line_at(newest)
+    label = _MD_SPECIAL.sub(r"\\\1", f"{holder.file}:{line}" if line else holder.file)
+    return f"{text}: [{label} at v{version}]({source_url(version, holder.file, line)})"
+
+
+def signature_checks(entry: Entry, atlas: Atlas | None = None, use_default: bool = True) -> list[str]:
+    if atlas is None and use_default:
+        try:
+            atlas = load_default()
+        except AtlasError:
+            atlas = None
+    return [signature_check(sig, atlas) for sig in entry.signatures]

@@ -1,0 +1,64 @@
+"""`kvkb atlas find` and `kvkb atlas add` (on the synthetic releases: no download)."""
+
+import pytest
+
+import atlas_world
+from atlas_world import build
+from kvkb.cli.main import main
+
+
+@pytest.fixture
+def atlas_file(tmp_path):
+    path = tmp_path / "atlas.json.gz"
+    build(path)
+    return path
+
+
+def run(capsys, *argv):
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_find_text_prints_releases_where_how_and_the_range(atlas_file, capsys):
+    rc, out, _ = run(capsys, "atlas", "--atlas", str(atlas_file), "find", "No available memory for the cache blocks")
+    assert rc == 0
+    assert "raised as ValueError in raise_if_cache_size_invalid" in out
+    assert "first: 0.1.0 vllm/worker/worker.py:9" in out and 'versions: ">=0.1.0,<=0.1.0"' in out
+    # a whole line with values: explained whole, placeholders and all
+    rc, out, _ = run(capsys, "atlas", "--atlas", str(atlas_file), "find", "WARNING 01-01 00:00:00 [worker.py:12] Only 7 GPU blocks: expect preemption")
+    assert rc == 0 and 'printed whole by 0.1.0–0.2.0\n  versions: ">=0.1.0"' in out
+
+
+def test_find_flag_env_arg(atlas_file, capsys):
+    rc, out, _ = run(capsys, "atlas", "--atlas", str(atlas_file), "find", "--flag", "swap-space")
+    assert rc == 0 and "flag --swap-space: 0.1.0" in out and 'versions: ">=0.1.0,<=0.1.0"' in out
+    rc, out, _ = run(capsys, "atlas", "--atlas", str(atlas_file), "find", "--env", "VLLM_CPU_KVCACHE_SPACE")
+    assert rc == 0 and "default '4': 0.1.0" in out and "default '0': 0.2.0" in out
+    rc, out, _ = run(capsys, "atlas", "--atlas", str(atlas_file), "find", "--arg", "kv_cache_memory_bytes")
+    assert rc == 0 and "through **kwargs by 0.2.0" in out
+
+
+def test_find_nothing_and_bad_input_exit_cleanly(atlas_file, tmp_path, capsys):
+    rc, _, err = run(capsys, "atlas", "--atlas", str(atlas_file), "find", "--flag", "no-such-flag")
+    assert rc == 1 and "no vLLM release 0.1.0–0.2.0 has" in err
+    rc, _, err = run(capsys, "atlas", "--atlas", str(tmp_path / "none.json.gz"), "find", "x")
+    assert rc == 2 and "no atlas at" in err
+    rc, _, err = run(capsys, "atlas", "--atlas", str(atlas_file), "find")
+    assert rc == 2 and "give a TEXT" in err
+    rc, _, err = run(capsys, "atlas", "--atlas", str(atlas_file), "add", "not-a-version")
+    assert rc == 2 and "is not a version" in err
+    rc, _, err = run(capsys, "atlas", "--atlas", str(atlas_file), "add", "0.0.1")
+    assert rc == 2 and "older than 0.2.0" in err
+
+
+def test_add_prints_the_drift_report_and_writes_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr("kvkb.atlas.wheels.release_sources", atlas_world.fetch)
+    path = tmp_path / "atlas.json.gz"
+    build(path, versions=("0.1.0",))
+    report = tmp_path / "drift.md"
+    rc, out, err = run(capsys, "atlas", "--atlas", str(path), "add", "0.2.0", "--report", str(report))
+    assert rc == 0, err
+    assert out.startswith("# vLLM 0.2.0: drift against 0.1.0") and "- flag --swap-space" in out
+    assert report.read_text() == out
+    assert "added 1 release(s)" in err and "the atlas holds 2 (0.1.0–0.2.0)" in err

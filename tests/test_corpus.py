@@ -1,0 +1,72 @@
+"""kbmatch on the real-paste corpus (tests/corpus): the goals of issue 18 on the aggregate.
+
+Evident positives get the right entry confidently (>= 95%), cut positives at least as likely
+(>= 50%), negatives and uncovered errors a wrong confident claim at most 2% of the time.
+`python -m tests.corpus_report` prints the same scores per kind and per entry.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import corpus_report
+from matcher_helpers import entry_ids, matcher
+
+CASES = corpus_report.cases() if corpus_report.CORPUS.is_dir() else []
+
+
+@pytest.fixture(scope="module")
+def rows():
+    if not CASES:
+        pytest.skip("no labelled corpus in tests/corpus")
+    return corpus_report.score(matcher())
+
+
+def test_corpus_meets_the_goals(rows):
+    bad = corpus_report.failures(rows)
+    assert not bad, "\n" + corpus_report.report(rows, misses=True)
+
+
+def test_every_label_is_well_formed():
+    known = entry_ids()
+    seen = set()
+    for case in CASES:
+        assert case["file"] not in seen, f"{case['file']} is labelled twice"
+        seen.add(case["file"])
+        assert isinstance(case.get("evident"), bool), case["file"]
+        assert case["source"].startswith("https://"), case["file"]
+        if case["kind"] == "positive":
+            assert case["accept"], f"{case['file']}: a positive names the entries that are right"
+        # an accepted id that is no entry (yet) can never be matched: say so rather than score it as a miss
+        unknown = set(case["accept"]) - known
+        assert not unknown or case["kind"] != "positive" or len(unknown) < len(case["accept"]), \
+            f"{case['file']}: accepts only ids that are not entries: {sorted(unknown)}"
+
+
+def test_judging_rules():
+    pos = {"kind": "positive", "evident": True, "accept": ["a"]}
+    assert corpus_report.judge(pos, "a", "a")[1]
+    assert not corpus_report.judge(pos, None, "a")[1]  # evident: likely is not enough
+    cut = dict(pos, evident=False)
+    assert corpus_report.judge(cut, None, "a")[1]
+    assert not corpus_report.judge(cut, None, "b")[1]
+    neg = {"kind": "negative", "evident": True, "accept": []}
+    assert corpus_report.judge(neg, None, "x")[1]  # a likely claim is no wrong confident one
+    assert not corpus_report.judge(neg, "x", "x")[1]
+    assert corpus_report.judge(dict(neg, accept=["x"]), "x", "x")[1]
+
+
+def test_failures_name_the_missed_goal():
+    rows = [{"group": "evident", "ok": False}] + [{"group": "evident", "ok": True}] * 9
+    assert corpus_report.failures(rows) == ["evident: 9/10 = 90.0%, goal at least 95%"]
+    rows = [{"group": "wrong", "ok": True}] * 99 + [{"group": "wrong", "ok": False}]
+    assert corpus_report.failures(rows) == []
+
+
+def test_a_label_for_a_missing_paste_is_an_error(tmp_path):
+    (tmp_path / "pastes").mkdir()
+    (tmp_path / "labels-x.json").write_text(json.dumps([{"file": "nope.txt", "kind": "positive", "accept": ["a"]}]))
+    with pytest.raises(ValueError, match="nope.txt"):
+        corpus_report.cases(tmp_path)

@@ -1,0 +1,153 @@
+"""The stage an out-of-memory error happened in (start-up, CUDA-graph capture, serving), read from the
+traceback's frames and the log's timeline; near misses; one notion of a device OOM (matcher/engine.py,
+segment.py, score.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from matcher_helpers import entry_ids, matcher
+
+P = "(EngineCore_DP0 pid=7) ERROR 05-02 10:05:11 [core.py:711] "
+TORCH_OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 9.27 GiB. GPU 0 has a total capacity of "
+             "79.19 GiB of which 3.56 GiB is free. Process 1 has 75.62 GiB memory in use.")
+
+
+def frame(path: str, func: str, source: str) -> list[str]:
+    return [f'{P}  File "/usr/local/lib/python3.12/dist-packages/{path}", line 100, in {func}', f"{P}    {source}"]
+
+
+def tb(*frames: list[str], error: str = TORCH_OOM) -> str:
+    lines = [f"{P}Traceback (most recent call last):"]
+    for f in frames:
+        lines += f
+    return "\n".join(lines + [P + error]) + "\n"
+
+
+def top(text: str):
+    report = matcher().match(text)
+    return report, report.matches[0] if report.matches else None
+
+
+SERVING_FRAMES = {
+    "worker_busy_loop": frame("vllm/v1/executor/multiproc_executor.py", "worker_busy_loop", "output = func(*args, **kwargs)"),
+    "sampler": frame("vllm/v1/sample/sampler.py", "compute_logprobs", "return logits.log_softmax(dim=-1)"),
+    "get_logprobs": frame("vllm/model_executor/layers/sampler.py", "get_logprobs", "logprobs = torch.log_softmax(x)"),
+    "serving_chat": frame("vllm/entrypoints/openai/serving_chat.py", "chat_completion_full_generator", "async for res in g:"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SERVING_FRAMES))
+def test_an_oom_raised_while_serving_is_the_serving_entry_with_its_frame_shown(name):
+    report, m = top(tb(SERVING_FRAMES[name]))
+    assert report.root_cause == "cuda-oom-during-serving", [(x.id, x.confidence) for x in report.matches]
+    stage_facts = [f for f in m.evidence if f.says.startswith("stage serving")]
+    assert stage_facts and stage_facts[0].line == 2  # the frame that decided it (line 1 is the Traceback header)
+
+
+def test_a_startup_frame_below_the_rpc_loop_still_makes_it_startup():
+    report, m = top(tb(SERVING_FRAMES["worker_busy_loop"],
+                       frame("vllm/v1/worker/gpu_worker.py", "determine_available_memory", "self.model_runner.profile_run()")))
+    assert report.root_cause == "cuda-oom-during-startup"
+
+
+def test_capture_end_with_the_newer_torch_class_is_a_capture_oom():
+    text = tb(frame("vllm/v1/worker/gpu_model_runner.py", "_capture_cudagraphs", "self._dummy_run(n)"),
+              frame("torch/cuda/graphs.py", "capture_end", "super().capture_end()"),
+              error="torch.AcceleratorError: CUDA error: out of memory")
+    report, _ = top(text)
+    assert report.root_cause == "cuda-oom-during-cudagraph-capture"
+
+
+def test_the_timeline_after_engine_start_is_serving():
+    text = ("INFO 05-02 10:00:02 [core.py:171] init engine (profile, create kv cache, warmup model) took 45.3 seconds\n"
+            + TORCH_OOM + "\n")
+    report, m = top(text)
+    assert report.root_cause == "cuda-oom-during-serving"
+    assert any(f.line == 1 and "last step the log reached" in f.says for f in m.evidence)
+
+
+def test_no_stage_in_view_gives_no_confident_stage_claim():
+    report, m = top(TORCH_OOM + "\n")
+    assert report.root_cause is None
+    assert m.id == "cuda-oom-during-startup" and m.confidence == "likely"
+    assert any("no frame or log line shows the stage" in f.says for f in m.evidence)
+
+
+def test_a_launch_command_before_the_error_is_start_up():
+    report, _ = top("$ vllm serve Qwen/Qwen3-32B --tensor-parallel-size 2\n" + TORCH_OOM + "\n")
+    assert report.root_cause == "cuda-oom-during-startup"
+
+
+def test_a_model_constructor_frame_is_start_up_in_the_old_layout():
+    text = ('Traceback (most recent call last):\n'
+            '  File "/venv/lib/python3.9/site-packages/vllm/model_executor/models/llama.py", line 200, in __init__\n'
+            '    self.layers = nn.ModuleList([\n'
+            'torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 160.00 MiB (GPU 0; 79.35 GiB total '
+            'capacity; 78.58 GiB already allocated; 145.19 MiB free; 78.58 GiB reserved in total by PyTorch)\n')
+    report, _ = top(text)
+    assert report.root_cause == "cuda-oom-during-startup"
+
+
+def test_torch_oom_class_with_a_cut_message_is_the_stage_oom():
+    text = tb(frame("vllm/worker/model_runner.py", "profile_run", "self.execute_model(model_input)"),
+              error="torch.OutOfMemoryError: Error in model executi")
+    report, m = top(text)
+    assert report.root_cause == "cuda-oom-during-startup" and report.not_memory is None
+    assert "PyTorch's device out-of-memory error" in m.evidence[0].says
+
+
+def test_the_oom_text_inside_a_vllm_log_line_is_read():
+    text = (P + "Failed to create unquantized linear weights: CUDA out of memory. Tried to allocate 896.00 MiB. GPU 0 has a "
+            "total capacity of 93.09 GiB of which 739.81 MiB is free.\n"
+            + tb(frame("vllm/model_executor/layers/linear.py", "create_weights", "weight = torch.empty(n)"),
+                 error=TORCH_OOM))
+    assert matcher().match(text).root_cause == "cuda-oom-during-startup"
+
+
+# --- near misses: one word that carries the meaning differs ---------------------------------------
+
+
+def test_a_driver_error_that_is_not_out_of_memory_is_no_oom():
+    text = tb(frame("vllm/model_executor/layers/quantization/gptq_marlin.py", "process_weights_after_loading",
+                    "ops.gptq_marlin_repack(w)"),
+              error="RuntimeError: CUDA driver error: the operation cannot be performed in the present state")
+    report, _ = top(text)
+    assert report.root_cause is None
+    assert report.not_memory is not None  # it is another error, shown as such
+
+
+def test_xla_on_chip_memory_is_not_the_hbm_entry():
+    line = ("RuntimeError: Bad StatusOr access: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory "
+            "in memory space smem. Used 1.02M of 1.00M smem. Exceeded smem capacity by 16.0K.")
+    report = matcher().match(line + "\n")
+    assert report.root_cause != "tpu-hbm-resource-exhausted"
+    if "tpu-smem-vmem-exhausted" in entry_ids():
+        assert report.root_cause == "tpu-smem-vmem-exhausted"
+    hbm = line.replace("smem", "hbm").replace("1.02M of 1.00M", "20.44G of 15.75G")
+    assert matcher().match(hbm + "\n").root_cause == "tpu-hbm-resource-exhausted"
+
+
+def test_a_wrapper_does_not_stand_in_for_a_memory_error_no_entry_covers():
+    text = (P + "EngineCore failed to start.\n"
+            "RuntimeError: Bad StatusOr access: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory "
+            "in memory space cmem. Used 9M of 8M cmem. Exceeded cmem capacity by 1M.\n")
+    report = matcher().match(text)
+    assert report.root_cause != "engine-dead-after-oom"
+
+
+# --- one device OOM across torch's classes and layouts --------------------------------------------
+
+
+def test_intel_xpu_oom_in_the_old_layout_as_runtime_error():
+    text = tb(frame("vllm/worker/xpu_worker.py", "determine_num_available_blocks", "self.model_runner.profile_run()"),
+              error="RuntimeError: XPU out of memory. Tried to allocate 1.50 GiB (GPU 0; 15.11 GiB total capacity; "
+                    "13.20 GiB already allocated; 1.02 GiB free; 13.50 GiB reserved in total by PyTorch)")
+    assert matcher().match(text).root_cause == "xpu-out-of-memory"
+
+
+@pytest.mark.parametrize("cls", ["torch.OutOfMemoryError", "torch.cuda.OutOfMemoryError", "RuntimeError"])
+def test_the_same_cuda_oom_under_each_class_is_one_error(cls):
+    text = tb(frame("vllm/v1/worker/gpu_model_runner.py", "profile_run", "self._dummy_run(n)"),
+              error=TORCH_OOM.replace("torch.OutOfMemoryError", cls))
+    assert matcher().match(text).root_cause == "cuda-oom-during-startup"

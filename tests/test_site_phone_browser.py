@@ -1,0 +1,151 @@
+"""The built site on a 390 px phone, in headless Debian chromium: no page is wider than the
+viewport (wide tables and code blocks scroll inside their own box), and an entry page leads with
+its short title, the exact error line right below. Screenshots of the home page and one entry
+page at that width go to .artifacts/ (CI keeps them; .ci/run checks they exist).
+
+Needs `chromium`, `chromium-driver` (apt) and `selenium`: site_src/install-chromium.sh.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kvkb.loader import REPO_ROOT, kb_dir
+from kvkb.site_src import browser
+from kvkb.validate import load_valid_kb
+
+pytestmark = pytest.mark.browser
+
+ARTIFACTS = REPO_ROOT / ".artifacts"
+WIDTH = browser.PHONE["width"]
+SHOT_ENTRY = "max-model-len-exceeds-kv-cache"  # an entry with every part: tabs, tables, code, runs
+
+
+@pytest.fixture(scope="module")
+def entries():
+    return load_valid_kb(kb_dir())
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    if why := browser.missing():
+        if os.environ.get("KVKB_REQUIRE_BROWSER"):
+            pytest.fail(f"KVKB_REQUIRE_BROWSER is set but the browser cannot run: {why}")
+        pytest.skip(why)
+    tmp = tmp_path_factory.mktemp("phone-site")
+    env = {**os.environ, "KVKB_KB_DIR": str(kb_dir()), "NO_MKDOCS_2_WARNING": "1"}
+    env.setdefault("KVKB_RESULTS_DIR", str(REPO_ROOT / "reproductions" / "results"))
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(REPO_ROOT / "mkdocs.yml"),
+                           "-d", str(tmp / "site")], capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return tmp / "site"
+
+
+@pytest.fixture(scope="module")
+def phone(site):
+    with browser.serve(site) as base, browser.chromium(offline=True) as driver:
+        browser.emulate_phone(driver)
+        yield base, driver
+
+
+def site_pages(site: Path) -> list[str]:
+    """Every page of the built site, as a path under the base URL ('' is the home page)."""
+    pages = []
+    for html in sorted(site.rglob("index.html")):
+        rel = html.parent.relative_to(site)
+        if rel.parts and rel.parts[0] in ("assets", "search", "kvkb-runtime"):
+            continue
+        pages.append("" if rel == Path(".") else rel.as_posix() + "/")
+    return pages
+
+
+def wider_than_the_phone(driver) -> dict | None:
+    """The overflow measurement when the page scrolls sideways, else None."""
+    got = browser.overflow(driver)
+    assert got["viewport"] == WIDTH, f"the phone viewport is {got['viewport']} px, not {WIDTH}"
+    return got if got["scrollWidth"] > got["viewport"] else None
+
+
+def test_the_measurement_sees_a_page_that_is_too_wide(phone):
+    """The instrument itself: a 600 px element on a 390 px page is reported, with the element."""
+    base, driver = phone
+    driver.get(base)
+    assert wider_than_the_phone(driver) is None
+    driver.execute_script("const d = document.createElement('div'); d.id = 'too-wide'; d.style.width = '600px';"
+                          "d.textContent = 'x'; document.querySelector('article').appendChild(d)")
+    got = wider_than_the_phone(driver)
+    assert got and got["scrollWidth"] >= 600 - 20 and any(o["el"].startswith("div#too-wide") for o in got["offenders"]), got
+
+
+def test_no_page_is_wider_than_a_phone(phone, site, entries):
+    base, driver = phone
+    pages = site_pages(site)
+    # the issue's list at least: the home page, every entry page, the diagnose page, the calculator
+    required = {"", "diagnose/", *(f"errors/{eid}/" for eid in entries)}
+    if (site / "fit" / "index.html").exists():
+        required.add("fit/")
+    assert required <= set(pages), sorted(required - set(pages))
+    wide = {}
+    for page in pages:
+        driver.get(base + page)
+        if got := wider_than_the_phone(driver):
+            wide[page or "/"] = (got["scrollWidth"], got["offenders"][:4])
+    assert not wide, f"pages wider than {WIDTH} px (scrollWidth, elements past the right edge): {wide}"
+
+
+def test_the_diagnose_page_with_an_answer_fits_a_phone(phone):
+    """The answer (fix commands, evidence lines) is drawn after the page loads: measure it too."""
+    base, driver = phone
+    browser.open_diagnose(driver, base)
+    shown = browser.diagnose(driver, (REPO_ROOT / "matcher" / "examples" / "engine-core-max-model-len.log").read_text())
+    assert shown["state"] == "done" and shown["matches"], shown
+    got = wider_than_the_phone(driver)
+    assert got is None, got
+
+
+def test_the_calculator_with_a_result_fits_a_phone(phone, site):
+    base, driver = phone
+    if not (site / "fit" / "index.html").exists():
+        pytest.skip("the site has no fit page (kvkb.fit is not installed)")
+    driver.get(base + "fit/")
+    assert browser.wait_state(driver, "kvkb-fit-result", ("done", "error"), timeout=120) == "done"
+    got = wider_than_the_phone(driver)
+    assert got is None, got
+
+
+def test_an_entry_page_leads_with_its_short_title_then_the_exact_error(phone, entries):
+    from selenium.webdriver.common.by import By
+
+    base, driver = phone
+    for eid in sorted(entries):
+        entry = entries[eid]
+        driver.get(f"{base}errors/{eid}/")
+        h1 = driver.find_element(By.CSS_SELECTOR, "article h1")
+        assert h1.text.removesuffix("¶").strip() == entry.short_title, eid
+        below = driver.execute_script("return arguments[0].nextElementSibling", h1)
+        assert "kvkb-error-line" in below.get_attribute("class"), eid
+        assert " ".join(below.text.split()) == " ".join(entry.title.split()), eid
+        # readable on a phone: the heading takes a few lines, not the six a whole error line took
+        line = float(driver.execute_script("return parseFloat(getComputedStyle(arguments[0]).lineHeight)", h1))
+        assert h1.size["height"] <= 3 * line + 1, (eid, h1.size["height"], line)
+
+
+def test_screenshots_of_the_home_page_and_an_entry_page_at_phone_width(phone, entries):
+    base, driver = phone
+    eid = SHOT_ENTRY if SHOT_ENTRY in entries else sorted(entries)[0]
+    try:
+        for page, name in (("", "phone-home.png"), (f"errors/{eid}/", "phone-entry.png")):
+            browser.emulate_phone(driver, height=2000)  # a tall phone: the shot shows more than one screen
+            driver.get(base + page)
+            time.sleep(0.3)  # fonts and material's layout settle
+            path = ARTIFACTS / name
+            browser.screenshot(driver, path)
+            assert path.stat().st_size > 10_000, path
+    finally:
+        browser.emulate_phone(driver)

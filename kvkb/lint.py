@@ -8,7 +8,7 @@ from pathlib import Path
 
 from . import template
 from .codes import Problem
-from .entry import Entry
+from .entry import Category, Entry
 from .loader import KB, _shown, entry_files, load_entry, load_kb
 from .validate import _pos, check_kb
 
@@ -60,7 +60,7 @@ def _sample_checks(kb: KB, only: set[str] | None = None) -> list[Problem]:
         shown = _shown(kb.files[eid])
         for i, paste in enumerate(entry.samples.match):
             report = matcher.match(paste)
-            if report.root_cause != eid:
+            if not names(report, entry):
                 line, col = _pos(kb, eid, ("samples", "match", i))
                 problems.append(Problem(shown, line, col, "KB043", f"must-match sample {i + 1}: kbmatch says {report.root_cause or 'no confident match'}"))
         for i, paste in enumerate(entry.samples.no_match):
@@ -69,6 +69,15 @@ def _sample_checks(kb: KB, only: set[str] | None = None) -> list[Problem]:
                 line, col = _pos(kb, eid, ("samples", "no_match", i))
                 problems.append(Problem(shown, line, col, "KB044", f"must-not-match sample {i + 1} is matched confidently"))
     return problems
+
+
+def names(report, entry: Entry) -> bool:
+    """kbmatch names the entry for this paste: as its root cause, or, for a wrapper (EngineDeadError),
+    confidently above whatever root cause the paste holds: a wrapper is never named instead of it."""
+    if report.root_cause == entry.id:
+        return True
+    return entry.category is Category.engine_wrapper and any(
+        m.id == entry.id and m.confidence == "confident" for m in report.matches)
 
 
 def _templates_compile(entry: Entry) -> bool:

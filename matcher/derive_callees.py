@@ -14,8 +14,9 @@ message; it *reaches* an entry when a function it calls, up to DEPTH calls deep,
 cut inside a function can then end only in what that function reaches.
 
 Names defined in many places (`forward`, `__init__`, `get`) say nothing about which one runs: calls
-to them are not followed (AMBIGUOUS). The table keeps the functions that reach at most MAX_REACH
-entries (more says nothing) and the weights: how many labelled corpus pastes show each entry.
+to them are not followed (AMBIGUOUS). The table keeps, per release, the functions that reach at most
+MAX_REACH entries (more says nothing), which of them call a function that allocates device memory
+(ALLOCATING: PyTorch's own OOM can end them), and the weights: how many labelled corpus pastes show each entry.
 """
 
 from __future__ import annotations
@@ -27,14 +28,21 @@ import re
 import sys
 from pathlib import Path
 
-RELEASES = ("0.5.5", "0.6.6", "0.8.5", "0.10.2", "0.11.0", "0.33.0")
+RELEASES = ("0.3.3", "0.4.3", "0.5.5", "0.6.6", "0.7.3", "0.8.5", "0.10.2", "0.11.0", "0.24.0", "0.33.0")
 DEPTH = 4  # calls followed below the cut function
 AMBIGUOUS = 4  # `x.f()`: a name defined in more places than this is not followed
 AMBIGUOUS_RPC = 12  # `collective_rpc("f")`: every worker class defines f
-MAX_REACH = 8  # functions that reach more entries than this are left out (no information)
+MAX_REACH = 8  # functions that reach more entries than this in a release are left out there (no information)
 KEY_CHARS = 40  # of a wording's longest literal run, that a source literal must hold word for word
 MIN_FIXED = 24  # characters of fixed text a literal needs before it can stand for a message
 MAX_ENTRIES_PER_LITERAL = 2  # a literal that fits more entries' samples is a shared phrase
+# vLLM functions that allocate device memory (building and loading the weights, the profiling forward pass, the KV cache
+# tensors, CUDA-graph capture, a model step): a function that calls one of them can die of PyTorch's
+# own out-of-memory error, which no vLLM source line names
+ALLOCATING = frozenset(("load_model", "initialize_model", "_initialize_model", "make_layers", "create_weights",
+                        "profile_run", "_dummy_run", "_allocate_kv_cache", "allocate_kv_cache",
+                        "_allocate_kv_cache_tensors", "initialize_kv_cache_tensors", "_init_cache_engine",
+                        "capture_model", "execute_model"))
 RPC_CALLS = {"collective_rpc", "_run_workers", "run_workers", "execute_method", "_call_utility",
              "call_utility", "_run_workers_async", "remote"}
 # vLLM's own frames only: a function named like one of these is what a traceback shows
@@ -86,11 +94,13 @@ class _Funcs(ast.NodeVisitor):
         self.calls: dict[tuple, set[tuple[str, str]]] = {}
         self.literals: dict[tuple, list[str]] = {}
         self.by_name: dict[str, list[tuple]] = {}
+        self.classes: dict[str, list[tuple]] = {}  # class name -> its (module, class) definitions
         self.module = ""
         self._cls: list[str] = []
         self._stack: list[tuple] = []
 
     def visit_ClassDef(self, node) -> None:
+        self.classes.setdefault(node.name, []).append((self.module, node.name))
         self._cls.append(node.name)
         self.generic_visit(node)
         self._cls.pop()
@@ -150,6 +160,11 @@ class _Funcs(ast.NodeVisitor):
         """The functions a call may run: the caller's class, then its module, then the name anywhere
         (only while few functions bear it: `forward` or `get` says nothing about which one runs)."""
         defs = self.by_name.get(name, ())
+        if not defs and name in self.classes:
+            # `UvaBuffer(size)`: constructing a class runs its __init__ (or a dataclass's __post_init__)
+            defs = [d for m, c in self.classes[name] for d in self.by_name.get("__init__", []) + self.by_name.get("__post_init__", [])
+                    if d[0] == m and d[1] == c]
+            return defs if len(defs) <= AMBIGUOUS else []
         if not defs:
             return []
         module, cls, _ = caller
@@ -203,8 +218,10 @@ def emitted(literals: list[str], samples: list[tuple[str, str, list[str]]], cach
     return out
 
 
-def release_table(sources, samples: dict[str, list[str]]) -> dict[str, set[str]]:
-    """function name -> entries it reaches, for one release's (path, text) sources."""
+def release_table(sources, samples: dict[str, list[str]], allocating: set[str] | None = None) -> dict[str, set[str]]:
+    """function name -> entries it reaches, for one release's (path, text) sources (a class's name too:
+    what its constructor reaches). `allocating`, when given, gains the names of the functions that call
+    an ALLOCATING function within DEPTH calls."""
     funcs = _Funcs()
     for path, text in sources:
         if not path.endswith(".py"):
@@ -222,20 +239,30 @@ def release_table(sources, samples: dict[str, list[str]]) -> dict[str, set[str]]
         got = set(emits.get(key, ()))
         frontier = [key]
         seen = {key}
+        allocates = key[2] in ALLOCATING
         for _ in range(DEPTH):
             nxt = []
             for f in frontier:
                 for how, name in funcs.calls.get(f, ()):
+                    # a call by an allocating name counts even where the name is too common to follow
+                    allocates = allocates or name in ALLOCATING
                     for c in funcs.resolve(f, how, name):
                         if c not in seen:
                             seen.add(c)
                             nxt.append(c)
                             got |= emits.get(c, set())
+                            allocates = allocates or c[2] in ALLOCATING
             frontier = nxt
+        names = [key[2]] + ([key[1]] if key[2] in ("__init__", "__post_init__") and key[1] else [])
+        if allocating is not None and allocates:
+            allocating.update(names)
         if got:
-            # a traceback names the function, not its class: every function of that name counts
-            reach.setdefault(key[2], set()).update(got)
-    return reach
+            # a traceback names the function, not its class: every function of that name counts;
+            # a source line names the class it constructs
+            for n in names:
+                reach.setdefault(n, set()).update(got)
+    # more entries than MAX_REACH in one release says nothing about where a paste was cut
+    return {n: ids for n, ids in reach.items() if len(ids) <= MAX_REACH}
 
 
 def corpus_weights(root: Path) -> dict[str, int]:
@@ -254,19 +281,21 @@ def build(releases, workdir: Path, root: Path, kb: Path | None = None) -> dict:
 
     samples = entry_samples(kb or root / "kb")
     table: dict[str, dict[str, list[str]]] = {}
+    allocating: set[str] = set()
     for version in releases:
         print(f"vLLM {version}: downloading and reading", file=sys.stderr, flush=True)
-        reach = release_table(release_sources(version, workdir), samples)
+        reach = release_table(release_sources(version, workdir), samples, allocating)
         for name, ids in reach.items():
             for eid in ids:
                 table.setdefault(name, {}).setdefault(eid, []).append(version)
         print(f"vLLM {version}: {len(reach)} functions reach an entry", file=sys.stderr, flush=True)
-    table = {f: v for f, v in table.items() if len(v) <= MAX_REACH}
     return {
         "about": "function name -> entry id -> releases whose code can reach that entry's message from it "
                  "(matcher/derive_callees.py); weights: labelled corpus pastes per entry",
         "releases": list(releases),
         "functions": {f: dict(sorted(v.items())) for f, v in sorted(table.items())},
+        # of the table's functions, those whose code calls one that allocates device memory (ALLOCATING)
+        "allocates": sorted(f for f in table if f in allocating),
         "weights": dict(sorted(corpus_weights(root).items())),
     }
 

@@ -14,6 +14,7 @@ from typing import BinaryIO
 from . import fill, read
 from .evidence import Fact, Hint, Scanner, hints, host_facts
 from .literal import walk
+from .logsites import Sites, site_of, stated_release
 from .score import Table, meaning_differs
 from .segment import Record, parse, segment, segment_parsed, split_lines, stage
 
@@ -127,6 +128,7 @@ class Matcher:
         base = base_url or os.environ.get("KVKB_BASE_URL") or DEFAULT_BASE_URL
         self.base_url = base.rstrip("/") + "/"
         self._stage_ooms: dict[str, str] | None = None
+        self._logsites: Sites | None = None
 
     @classmethod
     def from_entries(cls, entries: list, base_url: str | None = None) -> "Matcher":
@@ -192,6 +194,7 @@ class Matcher:
         kept = 0
         literal = self.table.literal_numbers
         scanner = Scanner(self.index.get("callees"))
+        release: list = [None]  # the vLLM release the paste states, once a log site needs it
         for first, offset, window in read.windows(stream, self.anchors, stats, self.words, self.cover):
             lines = split_lines(window)
             # past read.LINE_LIMIT a big log is not line-counted: number the window's lines from 1
@@ -199,6 +202,7 @@ class Matcher:
             parsed = parse([((first or 1) + k, ln) for k, ln in enumerate(lines)])
             timeline = scanner.feed(parsed)
             recs, window_cues = segment_parsed(parsed)
+            self._site_stages(recs, parsed, lines, first or 1, release)
             for r in recs:
                 r.startup, r.stage, _, r.stage_at = timeline[r.at]
                 if first is None:
@@ -226,6 +230,29 @@ class Matcher:
         report = self._decide(records, frozenset(cues), context, scanner)
         report.bytes, report.lines, report.records = stats.bytes, stats.lines, len(records)
         return report
+
+    def _site_stages(self, recs: list[Record], parsed: list, lines: list[str], base: int, release: list) -> None:
+        """A record whose traceback shows no stage takes the stage of vLLM's logging call site on its
+        line (`ERROR ... [core.py:712]`, logsites.json), as a frame would give it; frames win."""
+        for r in recs:
+            if r.kind == "bare" or stage(r.cues) is not None:
+                continue
+            lineno = parsed[r.at][0]
+            raw = lines[lineno - base] if 0 <= lineno - base < len(lines) else ""
+            site = site_of(raw)
+            if site is None:
+                continue
+            if self._logsites is None:
+                self._logsites = Sites(self.index.get("logsites"))
+            if release[0] is None:
+                release[0] = stated_release(lines) or ""
+            found = self._logsites.lookup(site[0], site[1], release[0] or None)
+            if found is None:
+                continue
+            st = found[0]
+            r.cues = r.cues | {st}
+            r.cue_at = {**r.cue_at, st: (lineno, raw.strip())}
+            r.site = (st, self._logsites.describe(site[0], site[1], found))
 
     def scores(self, line: str) -> dict[str, float]:
         """Best base score per entry for one line (no stage bonus): how close each entry comes."""
@@ -266,12 +293,15 @@ class Matcher:
             return None
         return frames if frames != self._entry_stage(entry) else None
 
-    def _oom_by_class(self, rec: Record, global_stage: str | None, contexts: dict, context) -> Match | None:
+    def _oom_by_class(self, rec: Record, global_stage: str | None, contexts: dict, context,
+                      device: str | None = None) -> Match | None:
         """torch's OutOfMemoryError whose message no wording matches (cut: "Error in model executi"): the
-        class is PyTorch's device out-of-memory error, so the answer is the device OOM of the stage.
-        Confident when the traceback or the log shows the stage, likely otherwise."""
+        class is PyTorch's device out-of-memory error, so the answer is the device OOM of the stage (on an
+        accelerator the log names, that device's entry). Confident when the traceback or the log shows
+        the stage, likely otherwise."""
         rstage = stage(rec.cues) or rec.stage or global_stage
-        eid = self._stage_oom_entries().get(rstage or "startup")
+        eid = (self._stage_oom_entries().get("device:" + device) if device else None) \
+            or self._stage_oom_entries().get(rstage or "startup")
         if eid is None:
             return None
         ei = next(i for i, e in enumerate(self.entries) if e["id"] == eid)
@@ -314,6 +344,8 @@ class Matcher:
         """The line that decided the stage: the traceback's own frame, else the last milestone before the error."""
         if stage(rec.cues) == rstage and rstage in rec.cue_at:
             line, text = rec.cue_at[rstage]
+            if rec.site is not None and rec.site[0] == rstage:
+                return Fact(line, text, rec.site[1])
             return Fact(line, text, f"stage {_STAGE_WORDS[rstage]}: this frame of the traceback shows it")
         if rec.stage == rstage and rec.stage_at:
             line, text = rec.stage_at
@@ -379,7 +411,7 @@ class Matcher:
                     uncovered.append(rec)
             if (rec.kind in ("exception", "inner") and (rec.type or "").startswith("torch.")
                     and rec.short_type == "OutOfMemoryError" and (not ranked or ranked[0][1] < CUTOFF)):
-                m = self._oom_by_class(rec, global_stage, contexts, context)
+                m = self._oom_by_class(rec, global_stage, contexts, context, scanner.device())
                 if m is not None:
                     if m.confident:
                         confident.setdefault(m.id, m)

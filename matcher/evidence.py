@@ -48,6 +48,18 @@ _NUMBERS = (
     ("total_gib", "total capacity of", r"total capacity of ([\d.]+) GiB"),
     # sleep mode's own report (gpu_worker.py sleep()): a level-1 sleep that frees nothing left the memory held
     ("sleep_freed_gib", "Sleep mode freed", r"Sleep mode freed (-?[\d.]+) ?GiB memory, ([\d.]+) ?GiB memory is still in use"),
+    # the engine's stats line: a full KV cache makes the scheduler preempt (or, before V1, hang) requests
+    ("kv_usage_pct", "KV cache usage", r"KV cache usage:? ?([\d.]+) ?%"),
+    ("kv_usage_pct", "kv cache us", r"kv cache use?age:? ?(?:is )?([\d.]+) ?%"),  # the person's words
+    # Ray's start-up warning about a small /dev/shm (Docker's default is 64 MB)
+    ("shm_bytes", "/dev/shm has only", r"/dev/shm has only (\d+) bytes"),
+    ("tensor_parallel", "tensor_parallel_size", r"\btensor_parallel_size['\"]?[=:] ?(\d+)"),
+    ("tensor_parallel", "tensor-parallel-size", r"--tensor-parallel-size[= ]+(\d+)"),
+)
+# lines whose words alone say which entry (substring, entry, what it says): vLLM's own warnings
+_SAYS_LINES = (
+    ("cudaHostRegister", "kv-offload-host-memory", Lazy(r"cudaHostRegister\W.{0,300}?(?:fail|cudaErrorMemoryAllocation)"),
+     "pinning the KV offload region in host RAM failed (cudaHostRegister): the offload size is more than the host can lock"),
 )
 _NUMBER_GATES = tuple({n[1] for n in _NUMBERS})
 _NUMBER_RES = [(name, gate, Lazy(rx)) for name, gate, rx in _NUMBERS]
@@ -69,16 +81,18 @@ FRAME_HINTS = (
      "vLLM's KV-capacity check raised: it raises only when the KV cache is empty or smaller than max_model_len"),
     (("wake_up",), "likely", ("sleep-mode-wake-up-oom",),
      "the traceback is inside wake_up(): sleep mode putting the weights and KV cache back on the GPU"),
+    # "oom:<stage>": PyTorch's out-of-memory error of that stage on the paste's device (engine.Matcher's
+    # stage entries): the KV cache allocation raises nothing of vLLM's own, only the allocator's OOM
     (("capture_model", "_capture_cudagraphs", "capture_graphs", "graph_capture"), "likely",
-     ("cuda-oom-during-cudagraph-capture",), "the traceback is inside CUDA-graph capture"),
+     ("oom:cudagraph",), "the traceback is inside CUDA-graph capture"),
     (("initialize_kv_cache", "_allocate_kv_cache_tensors", "_allocate_kv_cache", "allocate_kv_cache",
-      "initialize_kv_cache_tensors", "_init_cache_engine"), "likely",
-     ("kv-cache-allocation-failed",), "the traceback is inside the KV cache allocation"),
+      "initialize_kv_cache_tensors", "_init_cache_engine", "init_cache_engine"), "likely",
+     ("oom:startup",), "the traceback is inside the KV cache allocation"),
     (("determine_num_available_blocks", "determine_available_memory", "profile_run", "_dummy_run",
       "_dummy_sampler_run", "load_model", "load_weights"), "possible",
-     ("cuda-oom-during-startup",), "the traceback is inside start-up (loading or profiling)"),
+     ("oom:startup",), "the traceback is inside start-up (loading or profiling)"),
     (("execute_model", "_run_engine", "step", "execute_model_spmd"), "possible",
-     ("cuda-oom-during-serving",), "the traceback is inside a model step while serving"),
+     ("oom:serving",), "the traceback is inside a model step while serving"),
     (("_schedule", "_schedule_running", "_preempt", "_swap_out", "_schedule_default"), "possible",
      ("cpu-swap-space-exhausted", "no-free-blocks-internal"), "the traceback is inside the V0 scheduler"),
 )
@@ -87,7 +101,7 @@ _HINT_FUNCS = {f: h for h in FRAME_HINTS for f in h[0]}
 # Ray's memory monitor (strong), or a bare SIGKILL (weak: a person can kill -9 too; it counts only
 # under a wrapper that says the engine or a worker died). (pattern, strong, what it says), tried only
 # on lines holding one of the gate words
-_HOST_GATES = ("ill", "137", "OOM", "oom", "Out of memory", "memory pressure", "low on memory", "usage threshold", "-9")
+_HOST_GATES = ("ill", "137", "OOM", "oom", "Out of memory", "memory pressure", "low on memory", "usage threshold", "-9", "MEM(GB)")
 _HOST_RES = (
     (Lazy(r"Out of memory: Kill(?:ed)? process|\boom-kill(?:er)?\b|oom_reaper|invoked oom-killer"), True,
      "the kernel's OOM killer killed a process: the host ran out of RAM"),
@@ -96,6 +110,8 @@ _HOST_RES = (
      "exit code 137: the process was killed with SIGKILL, what the OOM killer sends"),
     (Lazy(r"memory usage threshold|killed due to memory pressure|running low on memory"), True,
      "Ray's memory monitor killed a worker: the node's RAM was above its threshold"),
+    (Lazy(r"\bPID\s+MEM\(GB\)\s+COMMAND\b"), True,
+     "Ray's memory monitor's table of the top memory users (PID MEM(GB) COMMAND): it prints it when it kills a worker for the node's RAM"),
     (Lazy(r"^(?:\S+: line \d+: +\d+ )?Killed\b(?: +\S.*)?$|\bSIGKILL\b|signal 9\b|[Ee]xit ?[Cc]ode[:= ]*-9\b|exitcode[=: ]*-9\b"),
      False, "the process was killed with SIGKILL (signal 9), what the OOM killer sends"),
 )
@@ -103,8 +119,84 @@ _HOST_RES = (
 _DIED_RE = Lazy(r"EngineDeadError|RayActorError|ActorDiedError|WorkerProc\w* died|Worker proc \S+ died|died unexpectedly"
                 r"|Engine core proc \S+ died|The actor died")
 
-# the person's own words: "I get OOM", "runs out of memory"
-_SAYS_OOM_RE = Lazy(r"(?i)\bOOMs?\b|out of memory|OutOfMemory")
+# the person's own words: "I get OOM", "runs out of memory", 显存不足 / 显存溢出 ("not enough GPU memory")
+_SAYS_OOM_RE = Lazy(r"(?i)(?<![a-z])OOMs?(?![a-z])|out of memory|OutOfMemory|显存不足|显存溢出|爆显存")
+# ... while sleep mode woke the engine up (the person's words: "wake up OOMs", "waking up")
+_SAYS_WAKE_RE = Lazy(r"(?i)(?<![a-z])wak(?:e[ _-]?up|ing up)")
+_NEAR = 3  # lines between the person's "OOM" and the step they name
+# the step a person names in words: (stage, regex) as named groups
+_PROSE_STAGE_RE = Lazy(r"(?i)(?P<startup>\bwhile (?:the )?model is loading|\bloading (?:[\w.-]+ ){0,3}?(?:model|weights|checkpoint)s?\b|\b(?:when|while) (?:initiali[sz]ing|starting|launching|loading)\b|\bat start-?up\b|\bduring start-?up\b)"
+                       r"|(?P<cudagraph>\bcapturing (?:the )?(?:cuda ?graphs?|cudagraphs?)|\bcuda ?graph capture)"
+                       r"|(?P<serving>\b(?:while|when|during) (?:serving|generating|inference|rollout|decoding|prefill)\b)")
+# "insufficient KV cache memory", "not enough KV cache", "the KV cache is too small"
+_PROSE_KV_RE = Lazy(r"(?i)\b(?:insufficient|not enough|too little|no available)\b[^.]{0,30}?\bkv[ -]?cache\b"
+                    r"|\bkv[ -]?cache\b[^.]{0,30}?\b(?:is too small|too small|not enough|insufficient)\b")
+_PROSE_STAGE_GATES = ("load", "initiali", "start", "launch", "captur", "graph", "while", "when", "during")
+_PROSE_SAYS = {"startup": "at start-up (their words)", "cudagraph": "during CUDA-graph capture (their words)",
+               "serving": "while serving (their words)"}
+# "killed by Kubernetes when memory crosses the limit", "经常oom直接被kill了", "the memory monitor kills the actor"
+_PROSE_KILL_RE = Lazy(r"(?i)(?<![a-z])kill(?:s|ed)?(?![a-z])|\bOOMKilled\b")
+_PROSE_MEM_RE = Lazy(r"(?i)\bmemory\b|\bRAM\b|内存|(?<![a-z])oom(?![a-z])")
+# a TPU's on-chip memory spaces (XLA's SMEM and VMEM), named by the person or the log
+_SAYS_SPACE_RE = Lazy(r"(?i)(?<![a-z])[sv]mems?(?![a-z])")
+TPU_SPACE_ENTRY = "tpu-smem-vmem-exhausted"
+
+# The accelerator a log names anywhere (its platform line, its plugin's package, the vendor's words):
+# PyTorch's out-of-memory error differs per device, so the device picks the entry
+_LOG_DEVICE_RE = Lazy(
+    r"(?P<npu>vllm[_-]ascend|torch_npu|\bNPUs?\b|\bnpu\b|\bAscend|(?<![0-9])910[BbCc]\d?(?![0-9A-Za-z])|\bAtlas \d{3}|NZ format)"
+    r"|(?P<xpu>\bXPUs?\b|\bxpu\b|_xpu_|intel_extension_for_pytorch|\bipex\b|ipex[-_]llm|Intel\(R\) Arc|\bArc (?:A\d{3}|Pro|B\d{2})|level_zero)"
+    r"|(?P<hpu>[Hh]abana|\bGaudi|\bHPUs?\b|\bhpu\b|synStatus|vllm[_-]gaudi|PT_HPU)"
+    r"|(?P<tpu>torch_xla|\bTPUs?\b|\btpu\b|libtpu|tpu_inference)")
+
+# literals one of which every _LOG_DEVICE_RE match holds (a bare lowercase word after a non-letter:
+# "input" and "output" hold "npu" and "tpu"); searched first, since most lines name no device
+_DEVICE_GATE_RE = Lazy(r"NPU|XPU|HPU|TPU|xpu|scend|910|Atlas|NZ format|ipex|Arc |level_zero|abana|audi|synStatus|xla"
+                       r"|torch_npu| npu|npu:|'npu|hpu_|_hpu| hpu|tpu_|libtpu| tpu")
+
+# A worker that reports the method it was running when it failed (V0's multiproc workers, the
+# executors' RPC): that method is a frame of the failure even when its traceback is cut
+_METHOD_RE = Lazy(r"(?:while processing method|Error executing method) (\w+)")
+_METHOD = "the method the worker ran"
+# `_run_workers("init_cache_engine", ...)`: vLLM calls its workers' methods by name
+_RPC_RE = Lazy(r"""\b(?:_run_workers|run_workers|_run_workers_async|collective_rpc|execute_method)\(\s*["'](\w+)["']""")
+# a traceback flattened onto one line (its line breaks lost on the way to the paste): its frames inline
+_INLINE_FRAME_RE = Lazy(r'File "(?P<path>[^"]+)", line \d+, in (?P<func>[\w<>]+)')
+# IPython/Jupyter frames: `File /x/vllm/worker/worker.py:139, in Worker.determine_num_available_blocks(self)`,
+# the line that ran marked `--> 139`
+_IPY_FRAME_RE = Lazy(r"^File (?P<path>\S+?):\d+, in (?:[\w<>]+\.)*(?P<func>[\w<>]+)\(")
+# frames that only construct the engine: a traceback cut in them is start-up
+_STARTUP_FRAMES = frozenset(("from_engine_args", "from_vllm_config", "from_engine_configs", "_init_executor",
+                             "_init_workers_ray", "run_mp_engine", "run_engine_core", "_initialize_kv_caches",
+                             "_init_cache", "init_worker", "init_device"))
+_CONSTRUCTOR_PATHS = ("entrypoints/llm.py", "engine/llm_engine.py", "engine/async_llm_engine.py", "v1/engine/core.py",
+                      "engine/multiprocessing/engine.py", "v1/engine/llm_engine.py", "v1/engine/async_llm.py")
+
+# Start-up steps the timeline names (segment.MILESTONES, plus a few lines that only say what runs next)
+# -> the vLLM functions that run from there until the next step, and the stage of PyTorch's OOM there.
+# Read from vLLM's start-up order (V0 LLMEngine._initialize_kv_caches / V1 EngineCore._initialize_kv_caches):
+# load the weights; profile a dummy batch (determine_available_memory / determine_num_available_blocks);
+# size the KV cache and check max_model_len against it; allocate it (initialize_from_config /
+# initialize_cache); warm up and capture CUDA graphs (compile_or_warm_up_model); serve.
+_PHASE_LINES = (("Starting profile run", "profiling"), ("Encoder cache will be initialized with a budget", "profiling"))
+_PHASE_FUNCS = {
+    "loading weights": (("load_model",), "startup"),
+    "weights loaded": (("determine_available_memory", "determine_num_available_blocks", "profile_run"), "startup"),
+    "profiling": (("determine_available_memory", "determine_num_available_blocks", "profile_run"), "startup"),
+    "memory profiled": (("get_kv_cache_config", "initialize_cache", "initialize_from_config",
+                         "compile_or_warm_up_model"), "startup"),
+    "KV cache sizing": (("check_enough_kv_cache_memory", "raise_if_cache_size_invalid", "initialize_from_config"), "startup"),
+    "KV cache sized": (("initialize_from_config", "compile_or_warm_up_model"), "startup"),
+    "CUDA-graph capture": (("compile_or_warm_up_model",), "cudagraph"),
+    "graph capture": (("compile_or_warm_up_model",), "cudagraph"),
+    "CUDA graphs captured": (("compile_or_warm_up_model",), "startup"),
+    "engine initialised": (("execute_model", "step"), "serving"),
+    "serving": (("execute_model", "step"), "serving"),
+}
+# a cut traceback whose own frames show the stage (and no step of the log does): what that stage runs
+_STAGE_FUNCS = {"serving": ("execute_model", "step"), "cudagraph": ("compile_or_warm_up_model",),
+                "startup": ("determine_available_memory", "determine_num_available_blocks", "initialize_from_config",
+                            "compile_or_warm_up_model")}
 
 
 def _raises(line: str) -> bool:
@@ -161,6 +253,7 @@ class Scanner:
         # {"functions": {name: {entry: [releases]}}, "weights": {entry: corpus count}} (derive_callees.py)
         self.callees = callees or {}
         self._called = self.callees.get("functions", {})
+        self._allocates = frozenset(self.callees.get("allocates", ()))  # functions whose callees allocate device memory
         self.startups: list[Startup] = [Startup(None)]  # index 0: before any start-up line
         self.marked = 0  # start-up lines seen
         self.stage: str | None = None
@@ -174,6 +267,16 @@ class Scanner:
         self.failure: Fact | None = None  # the last ERROR line or exception seen
         self.host: list[tuple[Fact, bool]] = []  # host-RAM kills seen (fact, strong)
         self.died: Fact | None = None  # a wrapper saying the engine, a worker or an actor died
+        self.devices: dict[str, int] = {}  # accelerator named in the log -> lines naming it
+        self.last_at = 0  # the last line with any content: a failure there is where the paste stops
+        self.phase: tuple[int, str, str] | None = None  # (line, text, step) of the last start-up step seen
+        self._ipython = False  # IPython frames: only the `-->` source lines ran
+        self.says_space: Fact | None = None  # SMEM / VMEM named anywhere
+        self._wake_at: Fact | None = None  # the last line naming a wake-up
+        self.prose_stage: tuple[str, Fact] | None = None  # (stage, fact) the person's words name
+        self.says_kv: Fact | None = None  # "insufficient KV cache memory", in the person's words
+        self.says_wake: Fact | None = None  # the person says the OOM came when sleep mode woke up
+        self.said: list[tuple[str, Fact]] = []  # (entry, fact) from _SAYS_LINES
 
     @property
     def current(self) -> Startup:
@@ -196,7 +299,19 @@ class Scanner:
         stripped = content.strip()
         if not stripped:
             return
+        self.last_at = lineno
+        # an INFO line names the device where it reports the platform (most lines of a big log are INFO)
+        if (level not in ("INFO", "DEBUG") or "platform" in stripped or "ccelerator" in stripped or "scend" in stripped) \
+                and _DEVICE_GATE_RE.search(stripped):
+            dev = _LOG_DEVICE_RE.search(stripped)
+            if dev:
+                self.devices[dev.lastgroup] = self.devices.get(dev.lastgroup, 0) + 1
         frame = _FRAME_RE.match(content)
+        if frame is None and stripped.startswith("File ") and ", in " in stripped:
+            frame = _IPY_FRAME_RE.match(stripped)
+            self._ipython = frame is not None
+        elif frame is not None:
+            self._ipython = False
         if frame:
             if self.open_tb is None:
                 self.open_tb = Fact(lineno, stripped, "a traceback starts here")
@@ -206,10 +321,14 @@ class Scanner:
             self.last_tb = self.frames
             self.last_raise = None
             return
-        if content[:1].isspace() and self.open_tb is not None:
+        source = self.open_tb is not None and (stripped.startswith("-->") if self._ipython else content[:1].isspace())
+        if source:
             # the source line under a frame: the function it calls was running too (a paste cut
-            # right after it still says where the failure was)
-            for func in _CALL_RE.findall(stripped):
+            # right after it still says where the failure was); a worker method called by name too
+            called = _CALL_RE.findall(stripped)
+            if "(" in stripped and ("_run_workers" in stripped or "rpc(" in stripped or "execute_method" in stripped):
+                called += _RPC_RE.findall(stripped)
+            for func in called:
                 if func in _HINT_FUNCS or func in self._called:
                     self.frames.append((lineno, func, "called from the line above"))
             if "raise " in stripped:
@@ -224,9 +343,22 @@ class Scanner:
                     literal = " ".join(a or b for a, b in _STRING_RE.findall(m.group("rest")))
                     self.raise_line = self.last_raise = (lineno, "AssertionError", literal)
             return
+        if 'File "' in stripped and not stripped.startswith("File") and (
+                self.open_tb is not None or "Traceback (most recent call last)" in stripped):
+            inline = [(lineno, m.group("func"), m.group("path")) for m in _INLINE_FRAME_RE.finditer(stripped)]
+            if inline:
+                if self.open_tb is None or stripped.startswith("Traceback (most recent call last)"):
+                    self.open_tb = Fact(lineno, stripped[:200], "a traceback starts here (flattened onto one line)")
+                    self.frames = []
+                self.frames.extend(inline)
+                self.last_tb = self.frames
+                self.last_raise = None
+                if not _raises(stripped.rsplit("^", 1)[-1].strip()):
+                    return
         if stripped.startswith("Traceback (most recent call last)"):
+            if not (self.open_tb is not None and len(self.frames) == 1 and self.frames[0][2] == _METHOD):
+                self.frames = []  # (a worker's method line above stays the outermost frame)
             self.open_tb = Fact(lineno, stripped, "a traceback starts here")
-            self.frames = []
             self.last_tb = self.frames
             self.last_raise = None
             return
@@ -237,6 +369,13 @@ class Scanner:
             self.failure = Fact(lineno, stripped, "error")
         elif level in ("ERROR", "CRITICAL"):
             self.failure = Fact(lineno, stripped, "error")
+            if "method" in stripped:
+                m = _METHOD_RE.search(stripped)
+                if m and self.open_tb is None:
+                    self.open_tb = Fact(lineno, stripped, "a worker failed in this method; its traceback is not in the paste")
+                    self.frames = [(lineno, m.group(1), _METHOD)]
+                    self.last_tb = self.frames
+                    self.last_raise = None
         self._startup_and_milestones(lineno, stripped, level)
 
     def _startup_and_milestones(self, lineno: int, text: str, level: str | None) -> None:
@@ -245,15 +384,19 @@ class Scanner:
                 if kind in self.current.kinds or self.marked == 0:
                     self.startups.append(Startup(lineno))
                     self.marked += 1
-                    self.stage = self.step = self.stage_at = None
+                    self.stage = self.step = self.stage_at = self.phase = None
                     self.open_tb = None
                 self.current.kinds.add(kind)
                 break
         cur = self.current
+        for words, step in _PHASE_LINES:
+            if words in text:
+                self.phase = (lineno, text, step)
         if any(w in text for w in MILESTONE_WORDS):
             for words, stage, step in MILESTONES:
                 if words in text:
                     self.stage, self.step, self.stage_at = stage, step, (lineno, text)
+                    self.phase = (lineno, text, step)
                     if step == "KV cache sizing":
                         cur.kv_sizing = Fact(lineno, text, "vLLM measured the memory left for the KV cache")
                         cur.kv_sized = False
@@ -286,6 +429,32 @@ class Scanner:
             self.died = Fact(lineno, text, "a wrapper says the engine, a worker or a Ray actor died: it reports the kill, not why")
         if level is None and _SAYS_OOM_RE.search(text) and not _raises(text):
             cur.says_oom = Fact(lineno, text, "the person who pasted this says it ran out of memory")
+        if ("mem" in text or "MEM" in text) and self.says_space is None and _SAYS_SPACE_RE.search(text):
+            self.says_space = Fact(lineno, text, "names a TPU on-chip memory space (SMEM/VMEM)")
+        for words, eid, rx, says in _SAYS_LINES:
+            if words in text and len(self.said) < 4 and rx.search(text):
+                self.said.append((eid, Fact(lineno, text, says)))
+        if level is None:
+            self._prose(lineno, text)
+
+    def _prose(self, lineno: int, text: str) -> None:
+        """The person's own words: the step they name near their "OOM" (waking up, loading, serving), and
+        a process killed when memory ran out (the OOM killer's or Kubernetes' kill, told in words)."""
+        low = text.lower()
+        if "wak" in low and _SAYS_WAKE_RE.search(text):
+            self._wake_at = Fact(lineno, text, "... when sleep mode woke the engine up")
+        said = self.current.says_oom
+        if said is not None and self._wake_at is not None and said.line is not None and self._wake_at.line is not None \
+                and abs(said.line - self._wake_at.line) <= _NEAR:
+            self.says_wake = self._wake_at
+        if self.prose_stage is None and any(w in low for w in _PROSE_STAGE_GATES):
+            m = _PROSE_STAGE_RE.search(text)
+            if m:
+                self.prose_stage = (m.lastgroup, Fact(lineno, text, f"the person says it happened {m.lastgroup and _PROSE_SAYS[m.lastgroup]}"))
+        if "kv" in low and self.says_kv is None and _PROSE_KV_RE.search(text):
+            self.says_kv = Fact(lineno, text, "the person says the KV cache had too little memory")
+        if "kill" in low and len(self.host) < 8 and _PROSE_KILL_RE.search(text) and _PROSE_MEM_RE.search(text):
+            self.host.append((Fact(lineno, text, "the person says the process was killed as memory ran out"), False))
 
     # --- what the facts say ---------------------------------------------------------------------
 
@@ -318,6 +487,23 @@ class Scanner:
             for words, device in _DEVICE_PATHS:
                 if any(w in low for w in words):
                     return device
+        return None
+
+    def device(self) -> str | None:
+        """The accelerator the traceback's files name, else the one the log names most (none: CUDA/ROCm)."""
+        dev = self.frame_device()
+        if dev is None and self.devices:
+            dev = max(sorted(self.devices), key=lambda d: self.devices[d])
+        return dev
+
+    def cut_failure(self) -> Fact | None:
+        """The paste stops inside its failure: in a traceback before its exception line, or at an ERROR
+        line that names no exception (`ERROR ... Error execut`, a worker's "while processing method")."""
+        if self.open_tb is not None:
+            return Fact(self.open_tb.line, self.open_tb.text, "the paste ends inside this traceback, before its exception line")
+        f = self.failure
+        if f is not None and f.line is not None and f.line == self.last_at and not _raises(f.text):
+            return Fact(f.line, f.text, "the paste ends at this error line, before the error it reports")
         return None
 
     def frame_stage(self) -> str | None:
@@ -366,30 +552,52 @@ def _vllm_frame(path: str) -> bool:
     return "vllm" in path or path == "called from the line above"
 
 
-def _callee_hints(sc: Scanner, frame: tuple, where: str, cut: Fact, stage_entries: dict) -> list[Hint]:
+def stage_oom(sc: Scanner, stage_entries: dict, at: str | None) -> str | None:
+    """The device out-of-memory entry of a stage on the paste's accelerator (NPU, XPU, HPU, TPU: their
+    own entry whatever the stage; CUDA/ROCm: the stage's)."""
+    device = sc.device()
+    at = at or "startup"
+    return (stage_entries.get("device:" + device) if device else None) or stage_entries.get(at) or _DEFAULT_OOM.get(at)
+
+
+# without the engine's table (a Scanner used on its own): the CUDA entries of each stage
+_DEFAULT_OOM = {"startup": "cuda-oom-during-startup", "cudagraph": "cuda-oom-during-cudagraph-capture",
+                "serving": "cuda-oom-during-serving"}
+
+
+def _callee_hints(sc: Scanner, frame: tuple, where: str, cut: Fact, stage_entries: dict,
+                  table: dict | None = None, oom_stage: str | None = None, says: str | None = None,
+                  rank: float = 1.5) -> list[Hint]:
     """A paste cut inside a vLLM function: the entries whose messages that function's callees raise
     (matcher/callees.json, read from vLLM's code), plus the device OOM of the stage the frames show
     (PyTorch raises it in any allocation, which no vLLM source line names), ranked by how often the
-    corpus shows each."""
-    table = sc._called[frame[1]]
+    corpus shows each. `table`/`oom_stage`/`says`: the same for a step of start-up (phase_hints)."""
+    phase_table = table is not None
+    table = sc._called[frame[1]] if table is None else table
     weights = sc.callees.get("weights", {})
     ids = dict(table)
-    device = sc.frame_device()
-    frames = sc.frame_stage()
+    frames = oom_stage or sc.frame_stage()
     # the code below this function allocates device memory when it raises a device OOM entry's message;
     # that entry then stands for PyTorch's OOM of this traceback's stage and device (the wording vLLM
     # wraps, as in the sampler warm-up, is one stage's; PyTorch's own is raised in any)
     # a function below which vLLM only checks the KV capacity (check_enough_kv_cache_memory) allocates
     # nothing on the device: PyTorch's OOM is no answer there
     cats = sc.callees.get("categories", {})
-    allocates = not ids or any(cats.get(e) != "kv-capacity" for e in ids)
+    if sc._allocates and not phase_table:
+        # the table says which functions call code that allocates device memory (derive_callees.ALLOCATING)
+        allocates = frame[1] in sc._allocates
+    else:
+        allocates = not ids or any(cats.get(e) != "kv-capacity" for e in ids)
     for e in set(stage_entries.values()):
         ids.pop(e, None)
-    oom = stage_entries.get("device:" + device) if device else None
-    oom = oom or stage_entries.get(frames or "startup")
+    oom = stage_oom(sc, stage_entries, frames)
     if oom and allocates:
         ids[oom] = list(table.get(oom, []))
-    ranked = sorted(ids, key=lambda e: (-weights.get(e, 0), -len(ids[e]), e))
+    # the device's OOM is the stage's OOM on another accelerator: it ranks as often as PyTorch's OOM at that stage
+    weight = dict(weights)
+    if oom and oom != stage_entries.get(frames or "startup"):
+        weight[oom] = max(weight.get(oom, 0), weight.get(stage_entries.get(frames or "startup", ""), 0))
+    ranked = sorted(ids, key=lambda e: (-weight.get(e, 0), -len(ids[e]), e))
     if not ranked:
         return []
 
@@ -398,10 +606,150 @@ def _callee_hints(sc: Scanner, frame: tuple, where: str, cut: Fact, stage_entrie
         return f"in vLLM {', '.join(rel)}" if rel else "PyTorch's own allocation error"
 
     names = "; ".join(f"{e} ({releases(e)})" for e in ranked)
-    says = (f"the paste stops inside {frame[1]}: the code it calls can raise only these entries' errors: {names}"
-            " (ranked by how often real pastes show each); paste the lines after the cut to tell")
-    facts = [Fact(frame[0], f"in {frame[1]} ({where})", says), cut]
-    return [Hint(e, "likely", facts, 1.5 - 0.1 * k) for k, e in enumerate(ranked)]
+    says = (says or f"the paste stops inside {frame[1]}: the code it calls") + \
+        f" can raise only these entries' errors: {names} (ranked by how often real pastes show each); paste the lines after the cut to tell"
+    facts = [Fact(frame[0], f"in {frame[1]} ({where})" if where else frame[2], says), cut]
+    return [Hint(e, "likely", facts, rank - 0.1 * k) for k, e in enumerate(ranked)]
+
+
+def _frames_stage(sc: Scanner) -> str | None:
+    """The stage the cut traceback's own frames show (segment's cues; engine constructors: start-up)."""
+    found: set[str] = set()
+    for _, func, path in sc.last_tb:
+        found |= cues_of(func) | {cue for part, cue in _PATH_CUES if part in path}
+        if func in _STARTUP_FRAMES or (func == "__init__" and any(p in path for p in _CONSTRUCTOR_PATHS)):
+            found.add("startup")
+    return stage(found)
+
+
+def _outer(func: str) -> bool:
+    """A frame that constructs the engine or its parts (a class called by name, an engine constructor)."""
+    return func[:1].isupper() or (func in _STARTUP_FRAMES and func not in _STEP_FRAMES) or func in ("__init__", "__post_init__")
+
+
+# start-up frames that are one step, not the whole start-up: their callee table is the better answer
+_STEP_FRAMES = frozenset(("_initialize_kv_caches", "_init_cache", "init_device"))
+
+
+def _check_passed(st: Startup) -> bool:
+    """The log's own numbers show the KV cache holds a full-length request (and is not empty)."""
+    num = {k: v for k, (v, _) in st.numbers.items()}
+    mml = num.get("max_model_len")
+    tokens = num.get("kv_tokens")
+    if tokens is None and num.get("device_blocks") is not None:
+        tokens = num["device_blocks"] * (num.get("block_size") or 16)
+    return mml is not None and tokens is not None and tokens > 0 and tokens >= mml
+
+
+def phase_hints(sc: Scanner, stage_entries: dict) -> list[Hint]:
+    """No error line, and no frame that says what failed: what ran at the step the log reached.
+
+    A paste that stops in its failure (a cut traceback, a cut ERROR line) after a start-up step: the
+    entries the functions of the next step can raise (the callee table), plus PyTorch's OOM of that
+    stage on the paste's device, ranked by how often real pastes show each. A person who says it ran
+    out of memory, with the stage the log or the frames show: that stage's device OOM. Likely, never
+    confident, with the request for the lines after the cut."""
+    st = sc.current
+    said = next((s.says_oom for s in reversed(sc.startups) if s.says_oom is not None), None)  # prose above a restart too
+    cut = sc.cut_failure()
+    frames_at = _frames_stage(sc) if cut is not None and sc.open_tb is not None else None
+    phase = sc.phase
+    step = phase[2] if phase else None
+    out: list[Hint] = []
+    fits = step in _PHASE_FUNCS and (frames_at is None or frames_at == _PHASE_FUNCS[step][1]
+                                     or (frames_at, _PHASE_FUNCS[step][1]) == ("startup", "cudagraph"))
+    if cut is not None and (fits or frames_at is not None):
+        if fits:
+            funcs, at = _PHASE_FUNCS[step]
+        else:  # the frames say where it was, the log's steps do not
+            funcs, at, step = _STAGE_FUNCS[frames_at], frames_at, f"{frames_at} (from the traceback's frames)"
+            phase = (cut.line, cut.text, step)
+        table: dict[str, list[str]] = {}
+        for f in funcs:
+            for e, rel in sc._called.get(f, {}).items():
+                table.setdefault(e, [])
+                table[e] = sorted(set(table[e]) | set(rel), key=lambda v: tuple(int(x) for x in v.split(".") if x.isdigit()))
+        if step == "KV cache sizing" and _check_passed(st):
+            # vLLM's capacity check compares exactly these numbers: it passed, what came after failed
+            for f in ("check_enough_kv_cache_memory", "raise_if_cache_size_invalid"):
+                for e in sc._called.get(f, {}):
+                    table.pop(e, None)
+        says = (f"the log reached '{step}' and stops in a failure: what runs next ({', '.join(funcs)})")
+        out = _callee_hints(sc, (phase[0], step, phase[1]), "", cut, stage_entries, table, at, says, rank=1.4)
+        if out and said is not None:
+            for h in out:
+                h.facts = h.facts + [said]
+        return out
+    if said is None:
+        return out
+    # where it was: the traceback's frames, the log's last step, a start-up line with no later step,
+    # the step the person names; a device other than CUDA/ROCm has one OOM entry whatever the stage
+    where: Fact | None = None
+    at = None
+    if frames_at is not None:
+        at, where = frames_at, Fact(cut.line if cut else None, cut.text if cut else "", f"the traceback's frames are {frames_at}")
+    elif sc.stage_at is not None and sc.stage is not None:
+        at, where = sc.stage, Fact(sc.stage_at[0], sc.stage_at[1], f"the last step the log reached: {sc.step}")
+    elif sc.marked:
+        first = sc.current.line
+        at, where = "startup", Fact(first, "", "the log shows a start-up and no later step")
+    elif sc.prose_stage is not None:
+        at, where = sc.prose_stage
+    else:
+        dev = sc.device()
+        if dev is not None and stage_entries.get("device:" + dev):
+            at, where = "startup", Fact(None, "", f"the log names the {dev.upper()}: its out-of-memory error is one entry at any stage")
+    if at is None:
+        return out
+    oom = stage_oom(sc, stage_entries, at)
+    if oom:
+        facts = [said, where] + ([cut] if cut is not None else [])
+        facts.append(Fact(None, "", "no error line is in the paste: paste the lines where it failed to tell"))
+        out.append(Hint(oom, "likely", facts, 1.0))
+    return out
+
+
+SHM_SMALL = 1 << 30  # bytes: a /dev/shm below 1 GiB (Docker's default is 64 MB) is too small for NCCL across GPUs
+KV_FULL_PCT = 99.95  # "KV cache usage: 100.0%" as vLLM rounds it
+
+
+def _line_hints(sc: Scanner, val, fact) -> list[Hint]:
+    """INFO and WARNING lines, and the person's own words, that carry the evidence when no error line does."""
+    out: list[Hint] = []
+    usage = val("kv_usage_pct")
+    if usage is not None and usage >= KV_FULL_PCT:
+        out.append(Hint("preemption-kv-cache-space", "likely",
+                        [fact("kv_usage_pct", "the KV cache is full: the scheduler preempts requests (or waits) until blocks free up")], 1.8))
+
+    def anyval(name: str) -> tuple[float, Fact] | None:  # set-up facts printed before the engine's start-up line too
+        return next((s.numbers[name] for s in reversed(sc.startups) if name in s.numbers), None)
+
+    shm, tp = anyval("shm_bytes"), anyval("tensor_parallel")
+    if shm is not None and shm[0] < SHM_SMALL and tp is not None and tp[0] > 1:
+        out.append(Hint("container-shm-too-small", "likely",
+                        [Fact(shm[1].line, shm[1].text, f"/dev/shm holds only {_fmt(shm[0] / (1 << 20))} MiB"),
+                         Fact(tp[1].line, tp[1].text, f"tensor parallel size {_fmt(tp[0])}: NCCL passes data between "
+                              "the GPUs through /dev/shm")], 1.8))
+    if sc.says_space is not None and sc.device() == "tpu":
+        out.append(Hint(TPU_SPACE_ENTRY, "likely", [sc.says_space, Fact(None, "", "on a TPU: XLA's SMEM/VMEM limits, not its HBM")], 1.8))
+    seen: set[str] = set()
+    for eid, f in sc.said:
+        if eid not in seen:
+            seen.add(eid)
+            out.append(Hint(eid, "likely", [f] + [g for e, g in sc.said if e == eid and g is not f][:1], 1.8))
+    if sc.says_kv is not None and usage is None:
+        at = sc.prose_stage[0] if sc.prose_stage else sc.stage
+        weights = sc.callees.get("weights", {})
+        # while serving a full KV cache preempts requests; at start-up vLLM's capacity check refuses to start
+        ids = ("preemption-kv-cache-space",) if at == "serving" else \
+            sorted(_HINT_FUNCS["check_enough_kv_cache_memory"][2], key=lambda e: -weights.get(e, 0))
+        facts = [sc.says_kv] + ([sc.prose_stage[1]] if sc.prose_stage else []) + \
+            [Fact(None, "", "no error line is in the paste: paste vLLM's own error line to tell which check failed")]
+        out.extend(Hint(e, "likely", facts, 1.7 - 0.1 * k) for k, e in enumerate(ids))
+    if sc.says_wake is not None:
+        wake = _HINT_FUNCS["wake_up"][2][0]
+        out.append(Hint(wake, "likely", [sc.says_wake, Fact(None, "", "no error line is in the paste: paste the lines where it failed to tell")], 1.6))
+    return out
 
 
 def hints(sc: Scanner, visible_error: bool, stage_entries: dict | None = None) -> list[Hint]:
@@ -471,16 +819,19 @@ def hints(sc: Scanner, visible_error: bool, stage_entries: dict | None = None) -
         out.append(Hint("memory-profiling-error", "likely",
                         [fact("weights_gib", "vLLM measured 0 GB for the weights: GPU memory changed under it "
                               "while it measured (another process), which breaks its memory profiling")], 2.0))
+    if not visible_error:
+        out.extend(_line_hints(sc, val, fact))
     host = host_facts(sc)
     if host and not visible_error:
         if sc.stage_at is not None:  # what was running when it was killed (loading weights, serving)
             host = host + [Fact(sc.stage_at[0], sc.stage_at[1], f"the last step the log reached: {sc.step}")]
         out.append(Hint(HOST_MEMORY, "likely", host, 2.2))
     if visible_error or not sc.truncated:
+        if not visible_error and not out:
+            out.extend(phase_hints(sc, stage_entries))
         out.sort(key=lambda h: -h.rank)
         return out
-    cut = Fact(sc.open_tb.line if sc.open_tb else None, sc.open_tb.text if sc.open_tb else "",
-               "the paste ends inside this traceback, before its exception line")
+    cut = sc.cut_failure()
     if sc.last_raise is not None:
         line, typ, literal = sc.last_raise
         out.append(Hint("raise:" + typ + ":" + literal, "likely",
@@ -489,6 +840,15 @@ def hints(sc: Scanner, visible_error: bool, stage_entries: dict | None = None) -
     if frame is not None:
         where = frame[2].rsplit("/", 1)[-1] if "/" in frame[2] else frame[2]
         hint = _HINT_FUNCS.get(frame[1])
+        said = any(s.says_oom is not None for s in sc.startups)
+        if hint is None and _outer(frame[1]) and (said or (sc.phase is not None and sc.phase[2] in _PHASE_FUNCS)):
+            # a frame that builds the whole engine (LLM(...), from_engine_args) reaches everything start-up
+            # can raise; the step the log reached says which part of start-up was running
+            got = phase_hints(sc, stage_entries)
+            if got:
+                out.extend(got)
+                out.sort(key=lambda h: -h.rank)
+                return out
         if (hint is None or hint[1] != "likely") and frame[1] in sc._called:
             out.extend(_callee_hints(sc, frame, where, cut, stage_entries))
             out.sort(key=lambda h: -h.rank)
@@ -500,6 +860,10 @@ def hints(sc: Scanner, visible_error: bool, stage_entries: dict | None = None) -
             facts.append(st.says_oom)
         rank = 1.5 if tier == "likely" else 0.5
         for k, eid in enumerate(ids):
+            if eid.startswith("oom:"):
+                eid = stage_oom(sc, stage_entries, eid[4:]) or eid
             out.append(Hint(eid, tier, facts, rank - 0.1 * k))
+    elif sc.last_raise is None and not out:
+        out.extend(phase_hints(sc, stage_entries))
     out.sort(key=lambda h: -h.rank)
     return out

@@ -25,6 +25,8 @@ EXPLAIN_NAME = ".index-explain.json"
 BASE_ANCHORS = ("Error", "ERROR", "WARNING")
 # function -> entries its callees can raise, read from vLLM's code by derive_callees.py (committed)
 CALLEES_PATH = os.path.join(os.path.dirname(os.path.realpath(__file__)), "callees.json")
+# (file, line) of vLLM's ERROR-level logging calls -> the stage around them, by derive_logsites.py (committed)
+from .logsites import LOGSITES_PATH  # noqa: E402
 _MAGIC = b"KVKB-INDEX\n"
 
 
@@ -51,6 +53,11 @@ def freshness_key(directory) -> str:
     try:  # the callee table goes into the index too
         st = os.stat(CALLEES_PATH)
         parts.append(f"callees:{st.st_mtime_ns}:{st.st_size}")
+    except OSError:
+        pass
+    try:  # and the logging call sites' stages (logsites.py)
+        st = os.stat(LOGSITES_PATH)
+        parts.append(f"logsites:{st.st_mtime_ns}:{st.st_size}")
     except OSError:
         pass
     for e in _yaml_files(directory):
@@ -171,6 +178,9 @@ def build(entries) -> tuple[dict, dict]:
     rest = cover_anchors(literal_texts, anchors | common, None) | extra
     index["cover"] = [a for a in minimal_anchors(rest) if not any(b in a for b in index["anchors"] + index["words"])]
     index["callees"] = load_callees({e.id: e.category.value for e in entries})
+    from .logsites import load_table
+
+    index["logsites"] = load_table()
     return finish(index), explain
 
 
@@ -183,7 +193,7 @@ def load_callees(known: dict[str, str], path: str = CALLEES_PATH) -> dict:
         with open(path, "rb") as f:
             data = json.loads(f.read())
     except (OSError, ValueError):
-        return {"functions": {}, "weights": {}, "categories": {}}
+        return {"functions": {}, "weights": {}, "allocates": [], "categories": {}}
     funcs = {}
     for name, ids in data.get("functions", {}).items():
         kept = {e: list(r) for e, r in ids.items() if e in known}
@@ -191,6 +201,7 @@ def load_callees(known: dict[str, str], path: str = CALLEES_PATH) -> dict:
             funcs[name] = kept
     return {"functions": funcs, "weights": {e: n for e, n in data.get("weights", {}).items() if e in known},
             "releases": list(data.get("releases", [])),
+            "allocates": [f for f in data.get("allocates", []) if f in funcs],
             "categories": {e: known[e] for ids in funcs.values() for e in ids}}
 
 

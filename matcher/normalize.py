@@ -80,8 +80,10 @@ def strip_ansi_bytes(data: bytes) -> bytes:
     return ANSI_BYTES_RE.sub(b"", data) if b"\x1b" in data else data
 
 
-# ANSI codes pasted as caret text ("^[[0;36m"): a terminal's escape byte copied as two characters
+# ANSI codes pasted as caret text ("^[[0;36m"): a terminal's escape byte copied as two characters;
+# or as syslog writes a control byte ("#033[2m": rsyslog escapes ESC as # and its octal code)
 _CARET_ANSI_RE = Lazy(r"\^\[\[[0-9;]*[A-Za-z]")
+_SYSLOG_ANSI_RE = Lazy(r"#033\[[0-9;]*[A-Za-z]")
 
 
 def clean_line(line: str) -> str:
@@ -90,6 +92,8 @@ def clean_line(line: str) -> str:
         line = ANSI_RE.sub("", line)
     if "^[[" in line:
         line = _CARET_ANSI_RE.sub("", line)
+    if "#033[" in line:
+        line = _SYSLOG_ANSI_RE.sub("", line)
     line = _CONTROL_RE.sub("", line)
     if not line or max(line) < "\u2500":  # no box-drawing character (the common case, one C call)
         return line

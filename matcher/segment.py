@@ -69,11 +69,14 @@ CUES = {
         "init_cache_engine", "_init_cache", "profile_num_available_blocks",
         "compile_or_warm_up_model", "EngineCore failed to start", "Engine core initialization failed", "warming up sampler",
         "warming up pooler", "Failed to load model", "Engine process failed to start",
+        "WorkerProc failed to start",  # v1 multiproc worker_main: the worker died building itself
     ),
     "serving": (
         "execute_model", "Error in model execution", "output_handler", "EngineCore encountered a fatal error", "run_busy_loop",
         "step_with_batch_queue", "engine_step", "_run_engine", "POST /v1/", "Background loop has errored",
         "EngineDeadError", "Engine loop is not running", "wake_up", "cumem_allocator",
+        # V0 AsyncLLMEngine's background loop (started by the first request) died
+        "Engine background task failed",
         # a request being answered: the V1 worker's RPC loop (start-up RPCs have a start-up frame
         # deeper, which wins), logprobs, the OpenAI server's handlers
         "worker_busy_loop", "get_logprobs", "compute_logprobs", "serving_chat", "serving_completion",
@@ -130,7 +133,7 @@ class Record:
     """One error message found in the log. (A plain class: dataclasses would import inspect, ~10 ms.)"""
 
     __slots__ = ("line", "offset", "kind", "type", "level", "message", "cues", "at", "startup", "stage", "joins",
-                 "cue_at", "stage_at", "_norm", "_canon", "_numbers")
+                 "cue_at", "stage_at", "site", "_norm", "_canon", "_numbers")
 
     def __init__(self, line: int, kind: str, type: str | None, level: str | None, message: str, cues: frozenset[str] = frozenset()):
         self.line = line  # 1-based line number where the message starts (None: not counted, see read.py)
@@ -146,6 +149,7 @@ class Record:
         self.stage: str | None = None  # the stage the log had reached (last milestone before it)
         self.cue_at: dict = {}  # cue -> (line, text) of the frame or line that showed it
         self.stage_at: tuple | None = None  # (line, text) of the milestone that set .stage
+        self.site: tuple | None = None  # (stage, words) when vLLM's logging call site showed the stage (logsites)
         self._norm: str | None = None
         self._canon: str | None = None
         self._numbers: set[float] | None = None
@@ -175,7 +179,10 @@ class Record:
 
     @property
     def text(self) -> str:
-        return f"{self.type}: {self.message}" if self.type else self.message
+        if not self.type:
+            return self.message
+        # an exception raised with no arguments carries its class name as its message: shown once
+        return self.type if self.message == self.short_type else f"{self.type}: {self.message}"
 
     def line_at(self, pos: int) -> int | None:
         """The log line holding character `pos` of the message (a hard-wrapped message spans several)."""
@@ -208,10 +215,16 @@ def stage(cues: frozenset[str] | set[str]) -> str | None:
     return next((s for s in STAGE_ORDER if s in cues), None)
 
 
+# Xinference's actors (xoscar) put where the error happened in front of its message:
+# "ValueError: [address=0.0.0.0:37591, pid=324770] The decoder prompt ..."
+_ACTOR_RE = Lazy(r"^\[address=[^\]\s]*, pid=\d+\]\s*")
+
+
 def _exception(content: str) -> tuple[str, str] | None:
     m = _EXC_RE.match(content)
     if not m:
         return None
+    etype = m.group("type")
     if m.group("repr") is not None:
         msg = m.group("repr").strip()
         if msg[:1] in "'\"":
@@ -219,8 +232,15 @@ def _exception(content: str) -> tuple[str, str] | None:
             msg = msg[1:]
             end = msg.rfind(q)
             msg = msg[:end] if end > 0 else msg
-        return m.group("type"), msg
-    return m.group("type"), (m.group("msg") or "").strip()
+        elif msg.endswith(")"):
+            msg = msg[:-1].strip()  # the repr's own closing parenthesis
+    else:
+        msg = (m.group("msg") or "").strip()
+    if msg.startswith("[address="):
+        msg = _ACTOR_RE.sub("", msg, count=1)
+    # raised with no arguments ("NoFreeBlocksError()" as repr() logs it, or the class alone as a
+    # traceback's last line): the class name is all the error says, so it stands as the message
+    return etype, msg or etype.rsplit(".", 1)[-1]
 
 
 def _continues(prev: str, nxt: str) -> bool:
@@ -251,15 +271,30 @@ def _join(prev: str, nxt: str) -> str:
 
 
 def parse(lines: list[tuple[int, str]]) -> list[tuple]:
-    """(line number, content, log level, had a prefix, is a fence) per line: prefixes and ANSI gone."""
+    """(line number, content, log level, had a prefix, is a fence) per line: prefixes and ANSI gone.
+    A comment stored as HTML is read as the text it shows: each piece between block tags is a line
+    of its own (with the stored line's number)."""
     parsed = []
     for lineno, raw in lines:
+        if ("<" in raw or "&" in raw) and _HTML_ANY_RE.search(raw):
+            for piece in unhtml(raw):
+                _parse_one(parsed, lineno, piece)
+            continue
+        # _parse_one written out: a call per line shows on a big log
         content, level, prefixed = strip_prefixes(clean_line(raw))
         if "```" in content:
             parsed.append((lineno, "", level, prefixed, True))  # a fence ends a message
             content = content.replace("```", "").strip()
         parsed.append((lineno, content, level, prefixed, False))
     return parsed
+
+
+def _parse_one(parsed: list, lineno: int, raw: str) -> None:
+    content, level, prefixed = strip_prefixes(clean_line(raw))
+    if "```" in content:
+        parsed.append((lineno, "", level, prefixed, True))  # a fence ends a message
+        content = content.replace("```", "").strip()
+    parsed.append((lineno, content, level, prefixed, False))
 
 
 # Log lines at these levels report, they do not raise: "INFO: 127.0.0.1 - ..." is no exception
@@ -318,7 +353,7 @@ def segment_parsed(parsed: list[tuple]) -> tuple[list[Record], frozenset[str]]:
         frame = _FRAME_RE.match(content)
         # an indented line is a traceback's source line only inside a traceback; elsewhere it is
         # text a person indented (a quoted message in a numbered list)
-        source = content[:1].isspace() and in_tb
+        source = content[:1].isspace() and (in_tb or _source_ahead(parsed, i))
         if frame or source or _CARET_RE.match(content) or _BREAK_RE.match(content) or stripped.startswith(_PYDANTIC_MORE):
             # frames, source lines, carets: context for the record that follows
             found = _frame_cues(frame) if frame else cues_here
@@ -346,7 +381,9 @@ def segment_parsed(parsed: list[tuple]) -> tuple[list[Record], frozenset[str]]:
         joins: list[tuple[int, int]] = []
         # pydantic's "1 validation error for X" is followed by its field path, not by more of it
         head = bool(exc) and exc[0].endswith("ValidationError") and _VALIDATION_HEAD_RE.match(message) is not None
-        while not head and i < n and joined < MAX_JOIN and len(message) < MAX_MESSAGE:
+        # an exception raised with no arguments (its message is its class name) has no more text
+        argless = bool(exc) and exc[1] == exc[0].rsplit(".", 1)[-1]
+        while not (head or argless) and i < n and joined < MAX_JOIN and len(message) < MAX_MESSAGE:
             nl, nxt, nlevel, nprefixed, nfence = parsed[i]
             # a line with its own transport prefix is a line of its own (docker, Ray and k8s prefix
             # every line they print); an INFO line is continued only mid-sentence
@@ -398,6 +435,17 @@ def segment_parsed(parsed: list[tuple]) -> tuple[list[Record], frozenset[str]]:
     return records, frozenset(global_cues)
 
 
+def _source_ahead(parsed: list[tuple], i: int) -> bool:
+    """An indented line followed by a caret line or a frame is a traceback's source line, even when
+    the paste starts below the traceback's header ("    out = self._prefill(" then "    ^^^^")."""
+    for _, nxt, _, _, fence in parsed[i:i + 2]:
+        if fence:
+            return False
+        if nxt.strip():
+            return bool(_CARET_RE.match(nxt) or _FRAME_RE.match(nxt))
+    return False
+
+
 def _near(pending: list[tuple[int, str, str]], lineno: int) -> tuple[set[str], dict[str, tuple[int, str]]]:
     """Cues close enough to the record on lineno (INFO lines, stored negative, reach less far), and
     for each the line that showed it (the deepest frame: the last one seen)."""
@@ -419,9 +467,13 @@ _BUILD_PATHS = ("/model_executor/models/", "/model_executor/layers/")
 
 
 def _frame_cues(frame: re.Match) -> set[str]:
-    func = frame.group("func") or ""
+    return frame_cues(frame.group("path"), frame.group("func") or "")
+
+
+def frame_cues(path: str, func: str) -> set[str]:
+    """The stage cues a traceback frame `File "path", line N, in func` shows (also used by
+    derive_logsites.py, which classifies vLLM's logging call sites by the functions around them)."""
     found = cues_of(func)
-    path = frame.group("path")
     for part, cue in _PATH_CUES:
         if part in path:
             found.add(cue)
@@ -488,3 +540,35 @@ def split_lines(text: str, max_line: int = 65536) -> list[str]:
     """CRLF, lone CR (progress bars redraw the line) and LF all end a line; very long lines are capped."""
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     return [ln if len(ln) <= max_line else ln[:max_line] for ln in lines]
+
+
+# Comments stored as HTML (GitHub's rendered body): block tags end a line, inline tags are dropped,
+# character references are decoded. Only these tags: a log's own "<n>" or "List[int]>" is left alone.
+_HTML_BLOCK = r"</?(?:pre|p|br|div|li|ul|ol|blockquote|details|summary|h[1-6]|tr|table)\b[^<>]*>"
+_HTML_INLINE = r"</?(?:code|span|em|strong|b|i|a|kbd|samp|tt|sup|sub)\b[^<>]*>"
+_HTML_ENTITY = r"&(?:gt|lt|amp|quot|apos|nbsp|#\d{1,6}|#[xX][0-9a-fA-F]{1,6});"
+_HTML_BLOCK_RE = Lazy(_HTML_BLOCK, re.I)
+_HTML_INLINE_RE = Lazy(_HTML_INLINE, re.I)
+_HTML_ENTITY_RE = Lazy(_HTML_ENTITY)
+_HTML_ANY_RE = Lazy("|".join((_HTML_BLOCK, _HTML_INLINE, _HTML_ENTITY)), re.I)  # one search per line with < or &
+
+
+def unhtml(line: str) -> list[str]:
+    """The lines an HTML-stored line shows (the line itself when it holds no HTML)."""
+    block = "<" in line and _HTML_BLOCK_RE.search(line) is not None
+    inline = "<" in line and _HTML_INLINE_RE.search(line) is not None
+    entity = "&" in line and _HTML_ENTITY_RE.search(line) is not None
+    if not (block or inline or entity):
+        return [line]
+    import html
+
+    pieces = _HTML_BLOCK_RE.split(line) if block else [line]
+    out = []
+    for piece in pieces:
+        if inline:
+            piece = _HTML_INLINE_RE.sub("", piece)
+        if entity:
+            piece = html.unescape(piece).replace("\xa0", " ")
+        out.append(piece)
+    # a line that was only tags stays one (empty) line; empty pieces between tags are dropped
+    return [pc for pc in out if pc.strip()] or [""]

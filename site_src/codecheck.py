@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from kvkb.atlas.match import explain
+from kvkb.atlas.check import explained
 from kvkb.atlas.store import Atlas, AtlasError, load_default, spans
 from kvkb.entry import Entry, Signature
 
@@ -27,14 +27,10 @@ def signature_check(sig: Signature, atlas: Atlas | None) -> str:
         return f"not vLLM's text: printed by {sig.origin}"
     if atlas is None:
         return "not checked (no atlas in this build)"
-    found: set[int] = set()
-    items = []
-    for sample in sig.samples:
-        ex = explain(atlas, sample, sig.template)
-        found |= ex.releases
-        items += ex.items
-    if not found:
+    shown = explained(sig, atlas)
+    if not shown or not shown[0]:
         return "not found in vLLM's code"
+    found, items = shown
     newest = max(found)
     version = atlas.releases[newest]
     holder = next((it for it in items if it.line_at(newest) is not None), None) \

@@ -102,11 +102,30 @@ def raise_if_cache_size_invalid(num_gpu_blocks, needed):
     logger.warning("Only %d GPU blocks: expect preemption", num_gpu_blocks)
 '''
 
+CHECK_010 = '''
+class SchedulerConfig:
+    def verify(self, n, m):
+        if n < m:
+            raise ValueError(f"max_num_batched_tokens ({n}) must be at least max_num_seqs ({m}).")
+'''
+
+# from 0.2.0 the config is a pydantic dataclass: the same text is printed as a ValidationError
+CHECK_020 = '''
+from pydantic.dataclasses import dataclass
+
+
+@dataclass
+class SchedulerConfig:
+    def __post_init__(self):
+        if self.n < self.m:
+            raise ValueError(f"max_num_batched_tokens ({self.n}) must be at least max_num_seqs ({self.m}).")
+'''
+
 RELEASES = {
     "0.1.0": {"vllm/engine/arg_utils.py": ARGS_010, "vllm/envs.py": ENVS_010, "vllm/entrypoints/llm.py": LLM,
-              "vllm/worker/worker.py": WORKER_010},
+              "vllm/worker/worker.py": WORKER_010, "vllm/sched.py": CHECK_010},
     "0.2.0": {"vllm/engine/arg_utils.py": ARGS_020, "vllm/config.py": CONFIG_020, "vllm/envs.py": ENVS_020,
-              "vllm/entrypoints/llm.py": LLM, "vllm/worker/worker.py": WORKER_020},
+              "vllm/entrypoints/llm.py": LLM, "vllm/worker/worker.py": WORKER_020, "vllm/sched.py": CHECK_020},
 }
 
 

@@ -142,3 +142,14 @@ def test_the_same_literal_printed_another_way_is_claimed_by_a_sibling(atlas):
     assert problems(make([plain, wrapped]), atlas) == []
     [(code, _, msg)] = problems(make([plain]), atlas)
     assert code == "KB070" and "printed by 0.2.0 outside it" in msg
+
+
+def test_a_pydantic_config_prints_the_same_text_as_a_validation_error(atlas):
+    text = "max_num_batched_tokens (8) must be at least max_num_seqs (16)."
+    plain = {**sig(text, "==0.1.0"), "template": "max_num_batched_tokens ({n}) must be at least max_num_seqs ({m})."}
+    wrapped = {**plain, "id": "s2", "exception": "pydantic_core._pydantic_core.ValidationError", "versions": ">=0.2.0",
+               "samples": [f"  Value error, {text} [type=value_error, input_value=1, input_type=int]"]}
+    assert problems(make([plain, wrapped]), atlas) == []
+    # a plain ValueError claimed where pydantic prints it: the range is wrong
+    [(code, _, msg)] = problems(make([{**plain, "versions": ">=0.1.0"}, wrapped]), atlas)
+    assert code == "KB070" and "not printed by 0.2.0 inside it" in msg

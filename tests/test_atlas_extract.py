@@ -100,3 +100,29 @@ def load(logger, e):
 ''')
     assert found[("Failed to load model - not enough GPU memory.", "log:ERROR", "load")] == 5
     assert (f"{WILD} (original error: {WILD})", "log:ERROR", "load") in found
+
+
+def test_raises_in_pydantic_configs_are_marked_as_printed_by_pydantic():
+    found = strings('''
+from pydantic.dataclasses import dataclass
+
+
+@dataclass
+class CacheConfig:
+    def __post_init__(self):
+        raise ValueError("GPU memory utilization must be at most 1.")
+
+
+class Plain:
+    def f(self):
+        raise ValueError("A plain ValueError line.")
+
+
+@config
+class ModelConfig:
+    def g(self, x):
+        assert x, "An assertion in a config"
+''')
+    assert ("GPU memory utilization must be at most 1.", "raise:ValueError@pydantic", "CacheConfig.__post_init__") in found
+    assert ("A plain ValueError line.", "raise:ValueError", "Plain.f") in found
+    assert ("An assertion in a config", "raise:AssertionError@pydantic", "ModelConfig.g") in found

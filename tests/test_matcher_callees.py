@@ -82,8 +82,17 @@ def test_the_committed_table_names_the_expected_entries():
     assert {"cuda-oom-during-startup", "memory-profiling-error"} <= set(dam)
     init = funcs["_initialize_kv_caches"]
     assert {"no-memory-for-cache-blocks", "max-model-len-exceeds-kv-cache", "cuda-oom-during-startup"} <= set(init)
-    for ids in funcs.values():  # every function says which releases show each entry, and few entries
-        assert 0 < len(ids) <= d.MAX_REACH and all(set(r) <= set(TABLE["releases"]) for r in ids.values())
+    for ids in funcs.values():  # every function says which releases show each entry, and few entries in each
+        assert ids and all(set(r) <= set(TABLE["releases"]) for r in ids.values())
+        for release in TABLE["releases"]:
+            assert sum(release in r for r in ids.values()) <= d.MAX_REACH
+    # the V0 names of vLLM 0.3-0.4 and the class a source line constructs are in it too
+    assert "max-model-len-exceeds-model-limit" in funcs["create_engine_configs"]
+    assert {"0.3.3", "0.4.3"} <= set(TABLE["releases"])
+    # which functions run code that allocates device memory (PyTorch's OOM can end them): start-up and
+    # model steps do, a check of the KV capacity does not
+    assert {"initialize_cache", "determine_available_memory", "execute_model", "load_model"} <= set(TABLE["allocates"])
+    assert "check_enough_kv_cache_memory" not in TABLE["allocates"] and set(TABLE["allocates"]) <= set(funcs)
 
 
 def test_the_index_keeps_only_entries_that_exist():
@@ -92,7 +101,8 @@ def test_the_index_keeps_only_entries_that_exist():
     assert "determine_available_memory" not in got["functions"] or \
         set(got["functions"]["determine_available_memory"]) <= {"no-memory-for-cache-blocks"}
     assert got["categories"] == {"no-memory-for-cache-blocks": "kv-capacity"}
-    assert load_callees({e: "x" for e in entry_ids()}, "/nonexistent.json") == {"functions": {}, "weights": {}, "categories": {}}
+    assert load_callees({e: "x" for e in entry_ids()}, "/nonexistent.json") == \
+        {"functions": {}, "weights": {}, "allocates": [], "categories": {}}
 
 
 CUT = """INFO 09-01 10:00:00 [gpu_model_runner.py:2000] Model loading took 14.99 GiB and 5.1 seconds
@@ -130,3 +140,47 @@ def test_a_cut_in_a_serving_function_drops_other_stages_oom_entries():
     assert "cuda-oom-during-startup" not in likely and "cuda-oom-during-cudagraph-capture" not in likely
     if "execute_model" in TABLE["functions"]:
         assert "cuda-oom-during-serving" in likely
+
+
+CLASSES = '''
+class UvaBuffer:
+    def __init__(self, size):
+        if not available():
+            raise RuntimeError("V1 CPU offloading requires uva (pin memory) support")
+
+
+class States:
+    def __init__(self):
+        self.buf = UvaBuffer(8)
+
+
+class Runner:
+    def load_model(self):
+        pass
+
+    def warm(self):
+        self.runner.load_model()
+        check(1)
+
+    def check(self):
+        raise RuntimeError("V1 CPU offloading requires uva (pin memory) support")
+'''
+PINNED = [("cpu-offload-requires-pinned-memory", "V1 CPU offloading requires uva (pin memory) support",
+           ["RuntimeError: V1 CPU offloading requires uva (pin memory) support"])]
+
+
+def test_a_class_called_by_name_runs_its_constructor_and_allocating_callers_are_listed():
+    allocating: set[str] = set()
+    reach = d.release_table([("vllm/buf.py", CLASSES)], PINNED, allocating)
+    assert reach["UvaBuffer"] == {"cpu-offload-requires-pinned-memory"}  # the class, for `UvaBuffer(size)`
+    assert reach["States"] == {"cpu-offload-requires-pinned-memory"}  # a constructor calling a constructor
+    assert {"warm", "load_model"} <= allocating and "check" not in allocating and "UvaBuffer" not in allocating
+
+
+def test_more_entries_than_max_reach_in_one_release_say_nothing():
+    many = [(f"e{i}", f"a message long enough number {i:02d} here", [f"RuntimeError: a message long enough number {i:02d} here"])
+            for i in range(d.MAX_REACH + 1)]
+    body = "\n".join(f"def f{i}():\n    raise RuntimeError('a message long enough number {i:02d} here')\n" for i in range(d.MAX_REACH + 1))
+    body += "\ndef top():\n" + "".join(f"    f{i}()\n" for i in range(d.MAX_REACH + 1))
+    reach = d.release_table([("vllm/many.py", body)], many)
+    assert "top" not in reach and reach["f0"] == {"e0"}

@@ -73,7 +73,10 @@ def test_concurrency_below_one_and_a_kv_check_that_failed():
     assert ids(scan(failed))[0] == ("max-model-len-exceeds-kv-cache", "likely")
     # ...but not when vLLM got past the check and printed the size (the failure was something else)
     passed = failed[:-1] + ["INFO 1 [kv_cache_utils.py:1] GPU KV cache size: 1,782,000 tokens", failed[-1]]
-    assert ids(scan(passed)) == []
+    got = ids(scan(passed))
+    assert not any(e in ("max-model-len-exceeds-kv-cache", "no-memory-for-cache-blocks") for e, _ in got)
+    # (what runs after the size is printed: the KV cache allocation and graph capture, PyTorch's OOM)
+    assert got == [("cuda-oom-during-startup", "likely")]
     # ...and not when the error itself is visible (then the error line decides)
     assert ids(scan(failed), visible=True) == []
 
@@ -185,3 +188,146 @@ def test_the_device_of_a_cut_traceback_comes_from_its_files():
                '  File "/x/vllm_ascend/worker/worker_v1.py", line 1, in determine_available_memory',
                "    self.model_runner.profile_run()"])
     assert sc.frame_device() == "npu" and sc.frame_stage() == "startup"
+
+
+# --- cut pastes: device, timeline step, worker method, flattened and IPython frames, the person's words ---
+
+def _scan_with_table(lines: list[str]) -> Scanner:
+    sc = Scanner(matcher().index.get("callees"))
+    sc.feed(parse([(i + 1, ln) for i, ln in enumerate(lines)]))
+    return sc
+
+
+def _likely(lines: list[str], visible: bool = False) -> list[str]:
+    sc = _scan_with_table(lines)
+    return [h.entry for h in hints(sc, visible, matcher()._stage_oom_entries()) if h.tier == "likely"]
+
+
+KV_ALLOC_CUT = ["Traceback (most recent call last):",
+                '  File "/x/vllm/v1/worker/gpu_model_runner.py", line 1, in initialize_kv_cache',
+                "    kv_caches = self.initialize_kv_cache_tensors(kv_cache_config)"]
+
+
+def test_a_kv_allocation_cut_is_the_start_up_oom_of_the_logs_device_never_the_invented_message():
+    assert _likely(KV_ALLOC_CUT)[0] == "cuda-oom-during-startup"
+    assert "kv-cache-allocation-failed" not in _likely(KV_ALLOC_CUT)  # a message no vLLM prints
+    npu = ["INFO 09-17 04:55:01 [__init__.py:216] Automatically detected platform npu."] + KV_ALLOC_CUT
+    assert _scan_with_table(npu).device() == "npu"
+    assert _likely(npu)[0] == "npu-out-of-memory"
+    xpu = ["[2024-09-02 16:44:36,387] [INFO] [real_accelerator.py:203:get_accelerator] Setting ds_accelerator to xpu"]
+    assert _scan_with_table(xpu + KV_ALLOC_CUT).device() == "xpu"
+    # "output" holds "tpu", "CPU" is no NPU: words, not letters
+    assert _scan_with_table(["model_output = self.model(x)", "CPU blocks: 2048"]).device() is None
+
+
+def test_a_traceback_cut_after_a_start_up_step_answers_with_what_runs_next():
+    cut = ["INFO 08-25 08:17:11 model_runner.py:175] Loading model weights took 5.1039 GB",
+           "Traceback (most recent call last):",
+           '  File "/x/run.py", line 46, in <module>',
+           "    engine = make_my_engine(args.model)"]  # no function vLLM's code knows
+    sc = _scan_with_table(cut)
+    got = hints(sc, False, matcher()._stage_oom_entries())
+    assert got and got[0].entry == "cuda-oom-during-startup" and got[0].tier == "likely"
+    says = " ".join(f.says for f in got[0].facts)
+    assert "weights loaded" in says and "paste the lines after the cut" in says
+    # the same traceback with no step before it says nothing; a visible non-memory error stops it too
+    assert _likely(cut[1:]) == []
+    assert _likely(cut + ["ValueError: some other failure"], visible=True) == []
+
+
+def test_an_error_line_cut_mid_word_after_the_block_count_is_a_cut_failure():
+    lines = ["INFO 06-12 08:12:23 distributed_gpu_executor.py:45] # GPU blocks: 507, # CPU blocks: 1024",
+             "ERROR 06-12 08:12:23 worker_base.py:145] Error execut"]
+    sc = _scan_with_table(lines)
+    assert sc.cut_failure() is not None and not sc.truncated
+    got = _likely(lines)
+    assert "max-model-len-exceeds-kv-cache" in got and "cuda-oom-during-startup" in got
+    # a log that just ends after the count (no failure shown) is no answer
+    assert _likely(lines[:1]) == []
+
+
+def test_a_worker_method_named_by_its_error_line_is_a_frame():
+    lines = ["(VllmWorkerProcess pid=42878) ERROR 08-04 16:54:59 [multiproc_worker_utils.py:238] Exception in worker "
+             "VllmWorkerProcess while processing method determine_num_available_blocks."]
+    sc = _scan_with_table(lines)
+    assert sc.truncated and sc.deepest()[1] == "determine_num_available_blocks"
+    assert _likely(lines)[0] == "cuda-oom-during-startup"
+
+
+def test_a_method_called_by_name_on_a_source_line_is_a_frame():
+    lines = ["Traceback (most recent call last):",
+             '  File "/x/vllm/engine/llm_engine.py", line 357, in _init_cache',
+             '    self._run_workers("init_cache_engine", cache_config=self.cache_config)']
+    sc = _scan_with_table(lines)
+    assert sc.deepest()[1] == "init_cache_engine"
+    assert _likely(lines) == ["cuda-oom-during-startup"]
+
+
+def test_ipython_frames_count_only_the_line_that_ran():
+    lines = ["File /v/vllm/worker/worker.py:139, in Worker.determine_num_available_blocks(self)",
+             "    135 torch.cuda.empty_cache()",
+             "    137 # Execute a forward pass with dummy inputs",
+             "--> 139 self.model_runner.profile_run()"]
+    sc = _scan_with_table(lines)
+    assert sc.truncated and [f[1] for f in sc.last_tb] == ["determine_num_available_blocks", "profile_run"]
+
+
+def test_a_traceback_flattened_onto_one_line_keeps_its_frames():
+    line = ('Traceback (most recent call last): File "/x/vllm/v1/executor/multiproc_executor.py", line 847, in '
+            'worker_busy_loop output = func(*args, **kwargs) File "/x/vllm/v1/worker/gpu_model_runner.py", line 9, in '
+            'sample_tokens x = 1')
+    sc = _scan_with_table([line])
+    assert sc.truncated and [f[1] for f in sc.last_tb] == ["worker_busy_loop", "sample_tokens"]
+    assert _likely([line])[0] == "cuda-oom-during-serving"  # the frames' stage: serving
+
+
+def test_the_persons_oom_words_and_the_stage_the_log_shows():
+    start = ["$ vllm serve my/model --max-model-len 4096", "INFO 04-07 09:53:06 [api_server.py:1034] vLLM API server version 0.8.3"]
+    assert _likely(["@someone still have OOM"] + start) == ["cuda-oom-during-startup"]
+    assert _likely(["still have OOM"]) == []  # no stage: no answer
+    assert _likely(start) == []  # no failure and no words: no answer
+    # CJK text around the word, and the step the person names
+    assert _likely(["在训练过程中, 导致再次wake up weight就会oom。"]) == ["sleep-mode-wake-up-oom"]
+
+
+def test_info_and_warning_lines_that_carry_the_evidence():
+    assert _likely(["INFO 01-01 00:00:00 metrics.py:1] Running: 2 reqs, GPU KV cache usage: 100.0%, CPU KV cache usage: 0.0%"]) \
+        == ["preemption-kv-cache-space"]
+    assert _likely(["INFO metrics.py:1] GPU KV cache usage: 42.0%"]) == []
+    shm = "WARNING services.py:1996 -- The object store is using /tmp instead of /dev/shm because /dev/shm has only 67108864 bytes available."
+    assert _likely(["docker run vllm --tensor-parallel-size 2", shm]) == ["container-shm-too-small"]
+    assert _likely(["docker run vllm --tensor-parallel-size 1", shm]) == []  # one GPU: NCCL needs no shm
+    assert _likely(["WARNING 09-16 13:18:12 [gpu_worker.py:208] cudaHostRegister failed for rank=0"]) == ["kv-offload-host-memory"]
+    assert _likely(["on a TPU v4-8 with 16MB of vmem it still fails"]) == ["tpu-smem-vmem-exhausted"]
+    assert _likely(["my GPU has 16MB of vmem"]) == []  # no TPU named
+    ray = ["I got OOM.", "PID     MEM(GB) COMMAND", "40126   11.20   ray::WorkerDict.actor_rollout_generate_sequences"]
+    assert "category:host-memory" in _likely(ray)
+    # none of them over an error line that names another cause
+    assert _likely(["GPU KV cache usage: 100.0%", "ValueError: bad request"], visible=True) == []
+
+
+def test_after_the_block_count_a_check_the_numbers_passed_is_no_answer():
+    config = "INFO 08-25 08:17:00 llm_engine.py:100] Initializing an LLM engine (v0.4.2) with config: model='m', max_seq_len=4096, block_size=16"
+    fits = [config, "INFO 08-25 08:17:12 gpu_executor.py:114] # GPU blocks: 11749, # CPU blocks: 728",
+            "Traceback (most recent call last):", '  File "/x/run.py", line 46, in <module>', "    engine = make_my_engine(m)"]
+    got = _likely(fits)
+    assert got[0] == "cuda-oom-during-startup" and "max-model-len-exceeds-kv-cache" not in got
+    short = [fits[0], fits[1].replace("11749", "100")] + fits[2:]  # 1,600 tokens < 4,096: the check fails
+    assert _likely(short)[0] == "max-model-len-exceeds-kv-cache"
+
+
+def test_the_persons_words_name_the_device_the_step_and_a_kill():
+    # a device other than CUDA has one out-of-memory entry whatever the stage
+    assert _likely(["any allocation on XPU fails with a false `OutOfMemoryError` on 2x Arc B580"]) == ["xpu-out-of-memory"]
+    assert _likely(["使用8张910b3部署，模型权重正常加载但在启动阶段显存不足"]) == ["npu-out-of-memory"]
+    # the step they name, when the log shows none
+    assert _likely(["Same here when loading Qwen1.5 7B model: it throws a torch.cuda.OutOfMemoryError."]) == \
+        ["cuda-oom-during-startup"]
+    # killed as memory ran out, in their words: the host-memory entries
+    assert "category:host-memory" in _likely(["128gb的内存，跑着跑着就经常oom直接被kill了"])
+    assert "category:host-memory" in _likely(["Container is killed by Kubernetes when memory crosses the defined limit"])
+    assert _likely(["I killed the server and restarted it"]) == []  # a kill with no memory word
+    # the KV cache too small: at start-up the capacity check, while serving the preemption
+    got = _likely(["the engine crashes immediately at startup due to insufficient KV cache memory"])
+    assert set(got) == {"max-model-len-exceeds-kv-cache", "no-memory-for-cache-blocks"}
+    assert _likely(["why with only two requests is the kv cache usage 100%?"]) == ["preemption-kv-cache-space"]

@@ -174,3 +174,61 @@ def test_an_exception_quoted_as_inline_code_is_a_record():
     recs = records("This PR fixes the server failing with `ValueError: max_num_batched_tokens (2048) is smaller than "
                    "max_model_len (8192).` when chunked prefill is off.")
     assert [(r.kind, r.type) for r in recs][-1] == ("inner", "ValueError")
+
+
+# --- issue 18: wrappers and parse cases seen in real pastes --------------------------------------
+
+
+def test_syslog_escaped_ansi_is_stripped():
+    # rsyslog writes the ESC byte as "#033": the colour codes must not stay glued to the text
+    line = "#033[2m#033[33m(raylet)#033[0m Refer to the documentation"
+    assert clean_line(line) == "(raylet) Refer to the documentation"
+
+
+def test_exception_raised_without_arguments_is_its_class_name():
+    # logger.exception(repr(e)) of an argless exception, and a traceback's last line for one
+    recs = records("ERROR 12-13 08:58:11 engine.py:165] NoFreeBlocksError()\n")
+    assert [(r.kind, r.type, r.message) for r in recs] == [("exception", "NoFreeBlocksError", "NoFreeBlocksError")]
+    recs = records("vllm.core.block.interfaces.BlockAllocator.NoFreeBlocksError\nsome words that follow it here\n")
+    assert (recs[0].type, recs[0].message) == ("vllm.core.block.interfaces.BlockAllocator.NoFreeBlocksError",
+                                               "NoFreeBlocksError")
+    # a repr with arguments keeps them, without the closing parenthesis
+    assert records("ValueError('boom here')\n")[0].message == "boom here"
+    assert records("KeyError(3)\n")[0].message == "3"
+
+
+def test_source_line_above_a_caret_is_not_an_error_even_without_the_traceback_header():
+    text = (
+        "(EngineCore pid=229) ERROR 04-19 12:21:04 [core.py:1134]     out = self._continuation_prefill(\n"
+        "(EngineCore pid=229) ERROR 04-19 12:21:04 [core.py:1134]           ^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+        "(EngineCore pid=229) ERROR 04-19 12:21:04 [core.py:1134] torch.OutOfMemoryError: CUDA out of memory. "
+        "Tried to allocate 72.00 MiB.\n"
+    )
+    recs = records(text)
+    assert [r.type for r in recs] == ["torch.OutOfMemoryError"]
+    # an indented line a person wrote, with no caret or frame under it, is still read
+    assert records("    ValueError: No available memory for the cache blocks.\nthanks\n")[0].type == "ValueError"
+
+
+def test_html_stored_comment_is_read_as_the_text_it_shows():
+    from kvkb.matcher.segment import unhtml
+
+    line = 'the failure was:</p><pre><code class="language-text">torch.OutOfMemoryError: x &gt; y &#39;z&#39;'
+    assert unhtml(line) == ["the failure was:", "torch.OutOfMemoryError: x > y 'z'"]
+    assert unhtml("List[int] <n> tokens & more") == ["List[int] <n> tokens & more"]  # no HTML: as it is
+    recs = records('  File &quot;/x/vllm/engine/llm_engine.py&quot;, line 577, in step\nValueError: boom boom\n')
+    assert [r.type for r in recs] == ["ValueError"]
+    assert "execute_model" not in {c for r in recs for c in r.cues}
+
+
+def test_xinference_actor_address_is_not_part_of_the_message():
+    rec = records("torch.cuda.OutOfMemoryError: [address=0.0.0.0:43411, pid=101] CUDA out of memory. Tried to allocate "
+                  "70.00 MiB.\n")[0]
+    assert rec.message == "CUDA out of memory. Tried to allocate 70.00 MiB."
+    # the same words elsewhere in a message stay
+    assert "[address=" in records("ValueError: bad value [address=0.0.0.0:1, pid=2] here\n")[0].message
+
+
+def test_argless_exception_is_shown_once():
+    rec = records("asyncio.exceptions.CancelledError\n")[0]
+    assert rec.text == "asyncio.exceptions.CancelledError"

@@ -75,11 +75,21 @@ def test_evident_line_is_named_confidently(label):
     assert sure in label["accept"], (sure, label["note"][:200])
 
 
+# Labels that predate an entry: the shared fixture stays as it is (it is not ours to edit), and
+# the test accepts the entry that now covers the paste, saying why.
+NOW_COVERED = {
+    # NCCL's `Error while creating shared memory segment /dev/shm/nccl-… No space left on device`
+    # is the container /dev/shm being too small: issue 20 made it that entry's signature
+    "014.txt": "container-shm-too-small",
+}
+
+
 @pytest.mark.skipif(not PASTES2.is_dir(), reason=f"shared fixtures not found at {PASTES2}")
 @pytest.mark.parametrize("label", NEGATIVE, ids=[lab["file"] for lab in NEGATIVE])
 def test_negative_gets_no_wrong_confident_claim(label):
     sure, _ = _tiers(label["file"])
-    assert sure is None or sure in label["accept"], (sure, label["note"][:200])
+    accept = label["accept"] + ([NOW_COVERED[label["file"]]] if label["file"] in NOW_COVERED else [])
+    assert sure is None or sure in accept, (sure, label["note"][:200])
 
 
 @pytest.mark.skipif(not PASTES2.is_dir(), reason=f"shared fixtures not found at {PASTES2}")

@@ -243,11 +243,14 @@ def rewrite(tmp_path_factory):
 
 
 def test_the_shim_searches_complete_words_exactly_and_the_last_word_as_a_prefix(rewrite):
-    typed, pasted, flag, quoted = rewrite(["GPU 0 has a tot", "of memory.\n", "`--max-model-len`", 'File "/usr/lib/x.py", line 8'])
+    typed, pasted, flag, quoted, path = rewrite(["GPU 0 has a tot", "of memory.\n", "`--max-model-len`",
+                                                 'File "/usr/lib/x.py", line 8', "hub/models--TheBloke--Llama x"])
     # material appends '*' to every word without a '^N' boost: '0' would match every 0.x version
     assert typed.split() == ["GPU^1", "0^1", "has^1", "a^1", "tot"]
     assert pasted.split() == ["of^1", "memory.^1"]  # a trailing newline ends the last word too
-    assert flag == "max-model-len`"  # no lunr NOT/MUST operator left, still a prefix while typing
+    assert flag.split() == ["max^1", "model^1", "len`"]  # no lunr NOT/MUST operator left; the index splits on '-' too
+    # a '-' in the middle of a pasted word starts a lexeme after the first '-': it must not become NOT
+    assert "-" not in path and "TheBloke^1" in path.split()
     assert '"' not in quoted  # material makes quoted text MUST terms: a traceback would find nothing
 
 
@@ -316,3 +319,10 @@ def test_captured_run_output_is_not_search_text(tmp_path):
     assert marker not in text
     page = (tmp_path / "s" / "errors" / "max-model-len-exceeds-kv-cache" / "index.html").read_text()
     assert marker in page  # still on the page, in the collapsed block
+
+
+def test_a_number_typed_alone_searches_instead_of_crashing(lunr):
+    # "1" becomes "1*" in material's worker; an indexed word with a '*' in it (`1024**3`, from the
+    # Python forms of the fixes) once made lunr's trie expand it into a term it never indexed
+    ranked = lunr(["1", "GPU 0", "{'EngineCore_DP0': 1}"])
+    assert all(isinstance(r, list) for r in ranked) and ranked[0]

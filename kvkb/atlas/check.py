@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from kvkb.atlas.extract import WILD
 from kvkb.atlas.match import explain
 from kvkb.atlas.store import Atlas, StringItem, spans, versions_string
 from kvkb import template
@@ -42,17 +43,30 @@ def _releases_in(atlas: Atlas, versions: str) -> set[int]:
 
 
 def _where(atlas: Atlas, items: Iterable[StringItem], release: int) -> str:
-    for it in items:
-        line = it.line_at(release)
-        if line is not None:
-            return f"{it.file}:{line}"
-    for it in items:  # inside a run: the file is known, the line only at the run's ends
-        if release in it.indexes:
-            return it.file
-    return "?"
+    """file:line of the literal that prints the text in `release` (the raised or logged one, the
+    longest first; the line is known where a run of releases starts or ends)."""
+    holding = sorted((it for it in items if release in it.indexes),
+                     key=lambda it: (not it.role, -len(it.text.replace(WILD, ""))))
+    if not holding:
+        return "?"
+    best = holding[0]
+    line = best.line_at(release)
+    return f"{best.file}:{line}" if line is not None else best.file
 
 
-def _explained(sig, atlas: Atlas) -> tuple[set[int], list[StringItem]] | None:
+def printed_as(exception: str | None) -> Callable[[StringItem], bool] | None:
+    """Which literals can print a line shown as `exception`: pydantic reports a ValueError or
+    AssertionError raised while validating as a ValidationError, so a plain ValueError line and a
+    ValidationError line of the same text come from different releases."""
+    cls = (exception or "").rsplit(".", 1)[-1]
+    if cls == "ValidationError":
+        return lambda it: not (it.exception in {"ValueError", "AssertionError"} and not it.pydantic)
+    if cls in {"ValueError", "AssertionError"}:
+        return lambda it: not it.pydantic
+    return None
+
+
+def explained(sig, atlas: Atlas) -> tuple[set[int], list[StringItem]] | None:
     """Releases printing the signature's samples and the literals that do; None when a sample does
     not match its template (KB042 reports that; which releases print a wrong sample is moot)."""
     try:
@@ -62,21 +76,29 @@ def _explained(sig, atlas: Atlas) -> tuple[set[int], list[StringItem]] | None:
         return None  # KB040 reports the template
     found: set[int] = set()
     items: list[StringItem] = []
-    for sample in sig.samples:
-        ex = explain(atlas, sample, sig.template)
-        found |= ex.releases
-        items += [it for it in ex.items if it not in items]
+    for keep in (printed_as(sig.exception), None):
+        for sample in sig.samples:
+            ex = explain(atlas, sample, sig.template, keep=keep)
+            found |= ex.releases
+            items += [it for it in ex.items if it not in items]
+        if found:
+            break
+        # a check in a helper function that a pydantic config calls is not marked as pydantic's:
+        # without a marked literal, any literal of the text counts
     return found, items
 
 
 def check_signatures(entry: Entry, atlas: Atlas, add: Add) -> None:
-    explained = [_explained(sig, atlas) for sig in entry.signatures]
+    shown = [explained(sig, atlas) for sig in entry.signatures]
     claims = [_releases_in(atlas, sig.versions) for sig in entry.signatures]
     for i, sig in enumerate(entry.signatures):
-        if explained[i] is None:
+        if shown[i] is None:
             continue
-        found, items = explained[i]
+        found, items = shown[i]
         if sig.origin != "vllm":
+            # vLLM may print the same text in other releases (its own copy of a library's check):
+            # the declaration is wrong only where the signature claims the text
+            found = found & claims[i]
             if found:
                 first, last = min(found), max(found)
                 add(("signatures", i, "origin"), "KB073",
@@ -91,7 +113,7 @@ def check_signatures(entry: Entry, atlas: Atlas, add: Add) -> None:
         claimed = claims[i]
         # the same literal printed another way (a pydantic wrapper from 0.9.2, say) is a sibling
         # signature of the entry: releases it claims are not missing from this one
-        siblings = set().union(*(claims[j] for j, other in enumerate(explained) if j != i and other
+        siblings = set().union(*(claims[j] for j, other in enumerate(shown) if j != i and other
                                  and set(other[1]) & set(items)))
         if claimed != found and (claimed - found or found - claimed - siblings):
             found = found - (siblings - claimed) or found
@@ -102,6 +124,8 @@ def check_signatures(entry: Entry, atlas: Atlas, add: Add) -> None:
                 detail.append(f"printed by {spans(missing, atlas.releases)} outside it")
             if extra:
                 detail.append(f"not printed by {spans(extra, atlas.releases)} inside it")
+            if extra:
+                detail[-1] += " (a template that stands for several wordings needs a sample of each)"
             add(("signatures", i, "versions"), "KB070",
                 f"signature '{sig.id}' versions '{sig.versions}' disagree with vLLM's code ({'; '.join(detail)}): "
                 f"first {atlas.releases[first]} {_where(atlas, items, first)}, last {atlas.releases[last]} "

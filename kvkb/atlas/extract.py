@@ -17,6 +17,7 @@ import hashlib
 import re
 from collections.abc import Iterable, Iterator
 
+PYDANTIC = "@pydantic"  # role suffix: raised inside a pydantic dataclass or model, so printed as ValidationError
 WILD = "\x1f"  # where a value is formatted into the text (f-string field, %s, {}); never in source text
 _PCT_FIELD = re.compile(r"%%|%(?:\([^)]*\))?[-#0 +]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlL]?[diouxXeEfFgGcrsa]")
 _FMT_FIELD = re.compile(r"\{\{|\}\}|\{[^{}]*\}")
@@ -129,6 +130,8 @@ class _Strings(ast.NodeVisitor):
         self.docstrings: set[int] = set()
         self.assigned: dict[str, list[ast.AST]] = {}  # per function: name -> text expressions bound to it
         self.tagged: dict[int, tuple[str, int]] = {}  # id(string node) -> (role, line) via a bound name
+        self.pydantic: list[bool] = []  # per enclosing class: is it a pydantic dataclass or model
+        self.pydantic_dataclass = False  # the module's `dataclass` is pydantic's
 
     # --- scopes -----------------------------------------------------------------------------------
     def _scoped(self, node, name: str):
@@ -150,7 +153,16 @@ class _Strings(ast.NodeVisitor):
         self.scope = []
 
     def visit_ClassDef(self, node):
+        self.pydantic.append(_is_pydantic_class(node, self.pydantic_dataclass))
         self._scoped(node, node.name)
+        self.pydantic.pop()
+
+    def _raise_role(self, name: str) -> str:
+        # pydantic wraps what its dataclasses' and models' methods raise while validating
+        # (ValueError / AssertionError become a ValidationError's "Value error, ..." line)
+        if self.pydantic and self.pydantic[-1] and name in {"ValueError", "AssertionError"}:
+            return f"raise:{name}{PYDANTIC}"
+        return f"raise:{name}"
 
     def visit_FunctionDef(self, node):
         self._scoped(node, node.name)
@@ -170,7 +182,7 @@ class _Strings(ast.NodeVisitor):
             elif isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
                 name = _exc_name(node.exc)
                 if name:
-                    sites.append(((f"raise:{name}", node.lineno), list(node.exc.args)))
+                    sites.append(((self._raise_role(name), node.lineno), list(node.exc.args)))
             elif isinstance(node, ast.Call):
                 level = _log_level(node)
                 if level:
@@ -194,14 +206,14 @@ class _Strings(ast.NodeVisitor):
             name = _exc_name(node.exc)
             if name:
                 for a in list(node.exc.args) + [k.value for k in node.exc.keywords]:
-                    self._emit_tree(a, f"raise:{name}", node.lineno)
+                    self._emit_tree(a, self._raise_role(name), node.lineno)
                 return
         self.generic_visit(node)
 
     def visit_Assert(self, node):
         self.visit(node.test)
         if node.msg is not None:
-            self._emit_tree(node.msg, "raise:AssertionError", node.lineno)
+            self._emit_tree(node.msg, self._raise_role("AssertionError"), node.lineno)
 
     def visit_Call(self, node):
         level = _log_level(node)
@@ -262,13 +274,30 @@ class _Strings(ast.NodeVisitor):
         if not bare.strip() or not any(c.isalpha() for c in bare):
             return
         # identifiers, keys and paths are not messages: keep only texts with a space, unless raised/logged
-        if not role and " " not in bare.strip() and not _ENV_RE.match(bare):
+        # ("Preemptions: %d" is a message piece: its value stands for a word)
+        if not role and " " not in text.replace(WILD, "0").strip() and not _ENV_RE.match(bare):
             return
         self.out.append(("s", self.path, text, role, ".".join(n for n in self.scope if n), line))
 
 
+def _is_pydantic_class(node: ast.ClassDef, pydantic_dataclass: bool) -> bool:
+    names = [ast.unparse(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list]
+    bases = [ast.unparse(b) for b in node.bases]
+    if any(b.endswith("BaseModel") for b in bases):
+        return True
+    if any(n.endswith("pydantic.dataclasses.dataclass") for n in names):
+        return True
+    if "dataclass" in names and pydantic_dataclass:
+        return True
+    # vLLM's @config alone makes a pydantic dataclass (with a stdlib @dataclass it only registers)
+    return "config" in names and not any(n in {"dataclass", "dataclasses.dataclass"} for n in names)
+
+
 def module_strings(path: str, tree: ast.Module) -> list[tuple]:
     v = _Strings(path)
+    v.pydantic_dataclass = any(
+        isinstance(n, ast.ImportFrom) and n.module == "pydantic.dataclasses" and any(a.name == "dataclass" for a in n.names)
+        for n in tree.body)
     v.visit(tree)
     return v.out
 

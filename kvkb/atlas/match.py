@@ -7,6 +7,7 @@ Pure functions over an Atlas; the lint rules (kvkb.atlas.check) and `kvkb atlas 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kvkb import template as _template
@@ -122,18 +123,43 @@ def _required(message: str, template: str | None) -> list[bool]:
     return [True] * len(message)
 
 
-def explain(atlas: Atlas, sample: str, template: str | None = None) -> Explained:
+def _strict(message: str, template: str | None) -> list[int]:
+    """Punctuation of the template right beside a placeholder (the quotes of "error '{error}'"): a
+    release whose literal lacks it prints the value bare, which the template does not match."""
+    if not template:
+        return []
+    try:
+        m = _template.to_regex(template).search(message)
+    except _template.TemplateError:
+        return []
+    if not m:
+        return []
+    spans = [m.span(name) for name in m.groupdict() if m.span(name)[0] >= 0]
+    inside = {i for a, b in spans for i in range(a, b)}
+    out = []
+    for a, b in spans:
+        for i in (a - 1, b):
+            # quotes, brackets and "=" wrap a value in its own literal; a comma or period beside a
+            # value may be the glue between pieces (", ".join of a stats line's parts)
+            if m.start() <= i < m.end() and i not in inside and message[i] in "'\"`()[]{}<>=":
+                out.append(i)
+    return out
+
+
+def explain(atlas: Atlas, sample: str, template: str | None = None,
+            keep: Callable[[StringItem], bool] | None = None) -> Explained:
     """Releases in which the atlas's literals explain the message of `sample` (with a signature's
-    template: the template's literal text in it)."""
+    template: the template's literal text in it); keep filters the literals that may."""
     message = message_of(sample)
+    strict = _strict(message, template)
     required = _wording(message, _required(message, template))
     size = sum(required)
     if not size:
         return Explained(frozenset(), ())
     pieces: list[tuple[StringItem, tuple[int, int]]] = []
-    floor = min(MIN_PIECE * size, MIN_PIECE_CHARS)
+    floor = min(MIN_PIECE * len(message.strip()), MIN_PIECE_CHARS)
     for item, covered in atlas.find_text(message, min_cover=0):
-        if covered < floor:
+        if covered < floor or (keep is not None and not keep(item)):
             continue
         m = _regex(item.text).search(message)
         if m:
@@ -148,6 +174,8 @@ def explain(atlas: Atlas, sample: str, template: str | None = None) -> Explained
         for r in item.indexes:
             by_release.setdefault(r, []).extend(spans)
     for r, spans in by_release.items():
+        if strict and not all(any(a <= i < b for a, b in spans) for i in strict):
+            continue
         if _uncovered(message, required, spans) <= MAX_UNEXPLAINED * size:
             releases.add(r)
     used = tuple(sorted({it for it, _ in pieces if it.indexes & releases},

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from kvkb.atlas.extract import WILD
+from kvkb.atlas.extract import PYDANTIC, WILD
 
 ATLAS_PATH = Path(__file__).with_name("atlas.json.gz")
 FORMAT = 1
@@ -69,7 +69,20 @@ class StringItem:
 
     @property
     def exception(self) -> str | None:
-        return self.role[6:] if self.role.startswith("raise:") else None
+        """The class raised (pydantic's wrapping aside: see `pydantic`)."""
+        return self.role[6:].removesuffix(PYDANTIC) if self.role.startswith("raise:") else None
+
+    @property
+    def pydantic(self) -> bool:
+        """Raised while a pydantic dataclass or model validates (its __post_init__ or a validator), so
+        printed as a ValidationError's "Value error, ...". The atlas marks raises in every method of
+        such a class; __post_init__, validators and the verify/check methods they call run inside
+        validation (others, such as a resolve step a worker calls later, raise bare)."""
+        if not self.role.endswith(PYDANTIC):
+            return False
+        parts = self.qual.split(".")[1:]
+        return any(p == "__post_init__" or "validat" in p or p.lstrip("_").startswith(("verify", "check"))
+                   for p in parts)
 
     @property
     def level(self) -> str | None:

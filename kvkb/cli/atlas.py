@@ -89,7 +89,9 @@ def _find_text(atlas: Atlas, text: str) -> int:
     items.sort(key=lambda it: (-max(it.indexes), it.file))
     for it in items[:MAX_SHOWN]:
         idx = it.indexes
-        how = f"raised as {it.exception}" if it.exception else f"logged at {it.level}" if it.level else "a string"
+        how = (f"raised as {it.exception}" + (" in a pydantic config (printed as ValidationError: \"Value error, ...\")"
+                                              if it.pydantic else "")
+               if it.exception else f"logged at {it.level}" if it.level else "a string")
         print(it.shown)
         print(f"  {how} in {it.qual or '<module>'}")
         print(f"  releases: {spans(idx, atlas.releases)}")

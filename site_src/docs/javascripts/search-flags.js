@@ -3,7 +3,7 @@
  * Material's search runs lunr, whose query syntax treats a word's leading "-" as NOT, a leading
  * "+" as MUST, "--flag" and "`--flag`" as syntax errors (no results at all), "word:" as a field
  * name (a path like "x.pkl): CUDA" is a syntax error too), and "~" / "^" as fuzziness / boost
- * operators. Material itself turns text in double quotes into MUST terms, so a pasted traceback
+ * operators, and "*" as a wildcard. Material itself turns text in double quotes into MUST terms, so a pasted traceback
  * (File "/usr/lib/...", line 8) required every path part and found nothing. vLLM errors are full
  * of `--flag`s and quotes, so a pasted error or a typed flag would find nothing. The index splits
  * on '-' anyway (see the search separator in mkdocs.yml), so dropping those operator characters
@@ -23,8 +23,11 @@
 
   function plainQuery(text) {
     var words = text
-      .replace(/[~^:"]/g, " ")
-      .replace(/(^|[^\w-])[-+]+(?=\w)/g, "$1 ")
+      .replace(/[~^:"*]/g, " ")
+      // every '-' goes: lunr reads a '-' that starts a lexeme as NOT, and that includes the second
+      // dash of "models--TheBloke" in a pasted path (the first one only separates)
+      .replace(/-+/g, " ")
+      .replace(/(^|[^\w])\++(?=\w)/g, "$1 ")
       .split(/\s+/)
       .filter(function (word) { return /\w/.test(word); });
     var typing = /\S$/.test(text); // trailing space or newline: the last word is complete too

@@ -233,7 +233,9 @@ class Matcher:
 
     def _site_stages(self, recs: list[Record], parsed: list, lines: list[str], base: int, release: list) -> None:
         """A record whose traceback shows no stage takes the stage of vLLM's logging call site on its
-        line (`ERROR ... [core.py:712]`, logsites.json), as a frame would give it; frames win."""
+        line (`ERROR ... [core.py:712]`, logsites.json), as a frame would give it; frames win.
+        `release`: [the release the paste states, once a window showed it]."""
+        scanned = False
         for r in recs:
             if r.kind == "bare" or stage(r.cues) is not None:
                 continue
@@ -244,9 +246,10 @@ class Matcher:
                 continue
             if self._logsites is None:
                 self._logsites = Sites(self.index.get("logsites"))
-            if release[0] is None:
-                release[0] = stated_release(lines) or ""
-            found = self._logsites.lookup(site[0], site[1], release[0] or None)
+            if release[0] is None and not scanned:
+                release[0] = stated_release(lines)
+                scanned = True
+            found = self._logsites.lookup(site[0], site[1], release[0])
             if found is None:
                 continue
             st = found[0]

@@ -7,6 +7,15 @@ printed inside a frame. `Scanner` reads those facts in log order (one pass, wind
 one after another); `hints()` turns them into ranked "likely" / "possible" entry ids, each with the
 lines that support it. Every rule is about how vLLM works (its start-up order and its KV arithmetic),
 never about a particular paste.
+
+A cut paste is read from what it does show: the deepest vLLM function (frames, calls on source lines,
+`_run_workers("init_cache_engine")`, a worker's "while processing method X", flattened and IPython
+tracebacks) and what its callees can raise (callees.json); else the last start-up step the timeline
+reached and what vLLM runs next (phase_hints); the accelerator the log names (its OOM entry replaces
+CUDA's); INFO/WARNING lines that are the evidence (a full KV cache, a 64 MB /dev/shm under tensor
+parallelism, a failed cudaHostRegister); and the person's own words (OOM + the step or device they
+name, "killed" + memory, "insufficient KV cache memory"). All of it is "likely" at most, and none of it
+counts where an error line names another cause.
 """
 
 from __future__ import annotations

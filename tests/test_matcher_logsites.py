@@ -245,3 +245,14 @@ def test_committed_table_holds_v1_engine_core_handlers():
 
 def test_index_carries_the_table():
     assert matcher().index["logsites"]["files"]
+
+
+def test_committed_table_decides_a_real_prefix():
+    # vLLM 0.20.0-0.20.2 log "EngineCore encountered a fatal error." and its traceback from core.py:1138
+    # (read from those wheels); no other release logs at ERROR from a core.py line 1138
+    sites = logsites.Sites(logsites.load_table())
+    if sites.lookup("core.py", 1138) is None:
+        pytest.skip("the committed table does not decide core.py:1138")
+    m = top(matcher(), at("core.py:1138"))
+    assert (m.id, m.confidence) == ("cuda-oom-during-serving", "confident")
+    assert any("core.py:1138" in f.says and "0.20.0" in f.says for f in m.evidence)

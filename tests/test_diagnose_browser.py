@@ -31,18 +31,8 @@ TIMINGS: dict[str, list[float]] = {}
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    if why := browser.missing():
-        if os.environ.get("KVKB_REQUIRE_BROWSER"):
-            pytest.fail(f"KVKB_REQUIRE_BROWSER is set but the browser cannot run: {why}")
-        pytest.skip(why)
-    tmp = tmp_path_factory.mktemp("diagnose-site")
-    env = {**os.environ, "KVKB_KB_DIR": str(kb_dir()), "NO_MKDOCS_2_WARNING": "1"}
-    env.setdefault("KVKB_RESULTS_DIR", str(REPO_ROOT / "reproductions" / "results"))
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(REPO_ROOT / "mkdocs.yml"),
-                           "-d", str(tmp / "site")], capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=900)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return tmp / "site"
+def site(browser_site):
+    return browser_site
 
 
 @pytest.fixture(scope="module")

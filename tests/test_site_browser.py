@@ -6,10 +6,7 @@ Needs `chromium`, `chromium-driver` (apt) and `selenium` (pip): site_src/install
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
@@ -29,20 +26,8 @@ def entries():
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    if why := browser.missing():
-        if os.environ.get("KVKB_REQUIRE_BROWSER"):  # CI installs chromium: a skip there would hide a broken setup
-            pytest.fail(f"KVKB_REQUIRE_BROWSER is set but the browser cannot run: {why}")
-        pytest.skip(why)
-    tmp = tmp_path_factory.mktemp("browser-site")
-    env = {**os.environ, "KVKB_KB_DIR": str(kb_dir()), "NO_MKDOCS_2_WARNING": "1"}
-    env.setdefault("KVKB_RESULTS_DIR", str(REPO_ROOT / "reproductions" / "results"))
-    proc = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(REPO_ROOT / "mkdocs.yml"), "-d", str(tmp / "site")],
-        capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    with browser.serve(tmp / "site") as base, browser.chromium() as driver:
+def served(browser_site):
+    with browser.serve(browser_site) as base, browser.chromium() as driver:
         yield base, driver
 
 

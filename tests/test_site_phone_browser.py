@@ -8,9 +8,6 @@ Needs `chromium`, `chromium-driver` (apt) and `selenium`: site_src/install-chrom
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -33,18 +30,8 @@ def entries():
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    if why := browser.missing():
-        if os.environ.get("KVKB_REQUIRE_BROWSER"):
-            pytest.fail(f"KVKB_REQUIRE_BROWSER is set but the browser cannot run: {why}")
-        pytest.skip(why)
-    tmp = tmp_path_factory.mktemp("phone-site")
-    env = {**os.environ, "KVKB_KB_DIR": str(kb_dir()), "NO_MKDOCS_2_WARNING": "1"}
-    env.setdefault("KVKB_RESULTS_DIR", str(REPO_ROOT / "reproductions" / "results"))
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(REPO_ROOT / "mkdocs.yml"),
-                           "-d", str(tmp / "site")], capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=900)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return tmp / "site"
+def site(browser_site):
+    return browser_site
 
 
 @pytest.fixture(scope="module")

@@ -33,41 +33,53 @@ ANSI_RE = Lazy(r"\x1b(?:\[[0-9;:?<=>]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|
 # Control characters other than tab; NULs and friends from binary junk must not reach the scorer.
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
-# One transport prefix at the start of a line. Applied repeatedly: docker-compose + kubectl +
-# timestamp + process tag + vLLM logger prefix can all stack on one line.
+# One prefix at the start of a line. Applied repeatedly: docker-compose + kubectl + timestamp + process
+# tag + vLLM logger prefix can all stack on one line. Each has a kind:
+#   "head": a program's own record header (a logger's level and time, the kernel's timestamp): a line
+#           with one starts a message of its own;
+#   "tag":  a launcher's tag, the same on every line of one process (compose, Ray, vLLM's process tag,
+#           torchrun's rank): compared as text;
+#   "stamp": a launcher's stamp that changes line by line (docker/kubectl timestamps, CRI's stream):
+#           compared by kind.
+# A launcher puts its tag or stamp on every line it passes on, the continuation lines of a message
+# printed on several lines included, so those lines stay one message as they are without it.
 _LEVELS = r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)"
 _PREFIXES = [
     # vLLM logger: "ERROR 11-20 10:12:01 [core.py:708] " (>=0.8) or "ERROR 10-16 05:20:48 registry.py:264] " (older)
-    re.compile(_LEVELS + r"\s+\d\d-\d\d\s+\d\d:\d\d:\d\d(?:[.,]\d+)?\s+(?:\[[^\]\s]+:\d+\]|[^\]\s]+:\d+\])\s?"),
+    ("head", re.compile(_LEVELS + r"\s+\d\d-\d\d\s+\d\d:\d\d:\d\d(?:[.,]\d+)?\s+(?:\[[^\]\s]+:\d+\]|[^\]\s]+:\d+\])\s?")),
     # process tags: (EngineCore_DP0 pid=123), (VllmWorkerProcess pid=…), (RayWorkerWrapper pid=…, ip=…),
     # (VllmWorker rank=5 pid=3073)
-    re.compile(r"\((?:[\w.:-]+(?:=\w+)?\s+){0,3}pid=\d+(?:,\s*ip=[\w.:-]+)?\)\s?"),
-    re.compile(r"\[rank\d+\]:\s?"),
+    ("tag", re.compile(r"\((?:[\w.:-]+(?:=\w+)?\s+){0,3}pid=\d+(?:,\s*ip=[\w.:-]+)?\)\s?")),
+    ("tag", re.compile(r"\[rank\d+\]:\s?")),
     # ISO / kubectl --timestamps: 2024-06-28T06:11:52.685Z, 2024-06-28 06:11:52,123
-    re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+"),
+    ("stamp", re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+")),
     # kubectl logs --prefix: [pod/vllm-0/vllm]
-    re.compile(r"\[pod/[^\]\s]+\]\s"),
+    ("tag", re.compile(r"\[pod/[^\]\s]+\]\s")),
     # Google Cloud Logging export: [resource.labels.containerName: vllm]
-    re.compile(r"\[resource\.labels\.\w+: [^\]]*\]\s"),
+    ("tag", re.compile(r"\[resource\.labels\.\w+: [^\]]*\]\s")),
     # docker compose: "vllm-1  | "
-    re.compile(r"[\w.-]+\s+\|\s"),
+    ("tag", re.compile(r"[\w.-]+\s+\|\s")),
     # uvicorn / python logging: "INFO:     ", "ERROR:vllm...:" is rare, not stripped
-    re.compile(_LEVELS + r":\s+"),
+    ("head", re.compile(_LEVELS + r":\s+")),
     # syslog / journald: "Nov 22 02:05:01 host vllm[123]: "
-    re.compile(r"[A-Z][a-z]{2}\s+\d+\s\d\d:\d\d:\d\d\s\S+\s[\w.-]+(?:\[\d+\])?:\s"),
+    ("stamp", re.compile(r"[A-Z][a-z]{2}\s+\d+\s\d\d:\d\d:\d\d\s\S+\s[\w.-]+(?:\[\d+\])?:\s")),
     # Hydra / python logging: "[2021-06-06 21:07:33,713][vllm.engine][INFO] - "
-    re.compile(r"\[\d{4}-\d\d-\d\d[^\]]*\](?:\[[\w.]+\])?\[" + _LEVELS + r"\]\s-\s"),
+    ("head", re.compile(r"\[\d{4}-\d\d-\d\d[^\]]*\](?:\[[\w.]+\])?\[" + _LEVELS + r"\]\s-\s")),
     # Kubernetes CRI log files: "stdout F " after the timestamp
-    re.compile(r"(?:stdout|stderr)\s[FP]\s"),
+    ("stamp", re.compile(r"(?:stdout|stderr)\s[FP]\s")),
     # klog (Go controllers): "I0902 00:55:35.305769       1 server.go:2282] "
-    re.compile(r"[IWEF]\d{4}\s\d\d:\d\d:\d\d\.\d+\s+\d+\s[\w.-]+:\d+\]\s"),
+    ("head", re.compile(r"[IWEF]\d{4}\s\d\d:\d\d:\d\d\.\d+\s+\d+\s[\w.-]+:\d+\]\s")),
+    # the kernel's log (dmesg): "[ 2448.628970] " (seconds since boot, printk's 6 decimals) or, with
+    # dmesg -T, "[Mon Nov 23 10:02:11 2026] ": one per kernel record
+    ("head", re.compile(r"\[\s*\d+\.\d{6}\]\s")),
+    ("head", re.compile(r"\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]?\d \d\d:\d\d:\d\d \d{4}\]\s")),
     # launcher tags: "[mineru] ", "[Error] (Process) ", "(Worker_TP0) "; a tag is one token
-    re.compile(r"\[[A-Za-z][\w.-]{0,40}\]:?\s+"),
-    re.compile(r"\([A-Z][\w.-]{0,40}\)\s+"),
+    ("tag", re.compile(r"\[[A-Za-z][\w.-]{0,40}\]:?\s+")),
+    ("tag", re.compile(r"\([A-Z][\w.-]{0,40}\)\s+")),
     # markdown or e-mail quoting, a REPL prompt
-    re.compile(r"(?:>+|>>>)\s?(?=\S)"),
+    ("tag", re.compile(r"(?:>+|>>>)\s?(?=\S)")),
     # a level word alone ("INFO Started server process", "WARNING something")
-    re.compile(_LEVELS + r"\s+(?=\S)"),
+    ("head", re.compile(_LEVELS + r"\s+(?=\S)")),
 ]
 _PREFIX_HINT = re.compile(r"[A-Z(\[\d\w>]")
 
@@ -104,21 +116,38 @@ def clean_line(line: str) -> str:
 
 def strip_prefixes(line: str) -> tuple[str, str | None, bool]:
     """(content, log level or None, had a prefix). Leading indentation of the content is kept."""
+    content, level, shape = strip_prefixes_shaped(line)
+    return content, level, bool(shape)
+
+
+def strip_prefixes_shaped(line: str) -> tuple[str, str | None, tuple]:
+    """(content, log level or None, shape): shape is () without a prefix, else one part per prefix
+    stripped: a tag's own text, "~N" for a stamp of kind N, "!" for a record header (see _PREFIXES)."""
     level = None
-    prefixed = False
+    shape: list[str] = []
     while line and _PREFIX_HINT.match(line):
-        for rx in _PREFIXES:
+        for k, (kind, rx) in enumerate(_PREFIXES):
             m = rx.match(line)
             if m:
                 if "level" in rx.groupindex and m.group("level"):
                     # the innermost level is the program's own (a log shipper's severity wraps vLLM's ERROR)
                     level = "WARNING" if m.group("level").startswith("WARN") else m.group("level")
+                shape.append("!" if kind == "head" else m.group(0).strip() if kind == "tag" else f"~{k}")
                 line = line[m.end():]
-                prefixed = True
                 break
         else:
             break
-    return line, level, prefixed
+    return line, level, tuple(shape)
+
+
+def same_message(first: tuple, nxt: tuple) -> bool:
+    """Can a line with prefix shape `nxt` continue a message whose first line had shape `first`, as far
+    as the prefixes tell? Yes when it has none (a terminal's or an editor's hard wrap adds none) or
+    exactly the launcher's tags and stamps of the first line and no record header of its own: the
+    launcher prefixed each line of one message. (The text decides the rest, as without a launcher.)"""
+    if not nxt:
+        return True
+    return "!" not in nxt and nxt == tuple(p for p in first if p != "!")
 
 
 # --- parameterisation -------------------------------------------------------------------------

@@ -8,7 +8,7 @@ which tell apart entries whose messages are identical (a CUDA OOM at startup vs 
 from __future__ import annotations
 
 import re
-from .normalize import Lazy, canonical, clean_line, normalise, numbers_in, strip_prefixes
+from .normalize import Lazy, canonical, clean_line, normalise, numbers_in, same_message, strip_prefixes_shaped
 
 MAX_MESSAGE = 8192  # a message longer than this is noise (a dumped tensor, a config repr)
 MAX_JOIN = 8  # continuation lines joined onto one hard-wrapped message
@@ -281,7 +281,7 @@ def parse(lines: list[tuple[int, str]]) -> list[tuple]:
                 _parse_one(parsed, lineno, piece)
             continue
         # _parse_one written out: a call per line shows on a big log
-        content, level, prefixed = strip_prefixes(clean_line(raw))
+        content, level, prefixed = strip_prefixes_shaped(clean_line(raw))
         if "```" in content:
             parsed.append((lineno, "", level, prefixed, True))  # a fence ends a message
             content = content.replace("```", "").strip()
@@ -290,7 +290,7 @@ def parse(lines: list[tuple[int, str]]) -> list[tuple]:
 
 
 def _parse_one(parsed: list, lineno: int, raw: str) -> None:
-    content, level, prefixed = strip_prefixes(clean_line(raw))
+    content, level, prefixed = strip_prefixes_shaped(clean_line(raw))
     if "```" in content:
         parsed.append((lineno, "", level, prefixed, True))  # a fence ends a message
         content = content.replace("```", "").strip()
@@ -385,9 +385,10 @@ def segment_parsed(parsed: list[tuple]) -> tuple[list[Record], frozenset[str]]:
         argless = bool(exc) and exc[1] == exc[0].rsplit(".", 1)[-1]
         while not (head or argless) and i < n and joined < MAX_JOIN and len(message) < MAX_MESSAGE:
             nl, nxt, nlevel, nprefixed, nfence = parsed[i]
-            # a line with its own transport prefix is a line of its own (docker, Ray and k8s prefix
-            # every line they print); an INFO line is continued only mid-sentence
-            if nfence or nlevel or nprefixed or _FRAME_RE.match(nxt) or _BREAK_RE.match(nxt):
+            # a line with a record header of its own, or other launcher prefixes than the message's
+            # first line, is a line of its own; the same launcher's prefix on each line of a message
+            # keeps it one message, as without the launcher (normalize.same_message)
+            if nfence or nlevel or not same_message(prefixed, nprefixed) or _FRAME_RE.match(nxt) or _BREAK_RE.match(nxt):
                 break
             if level in ("INFO", "DEBUG") and not (nxt[:1].islower() or nxt[:1].isdigit()):
                 break
@@ -410,6 +411,10 @@ def segment_parsed(parsed: list[tuple]) -> tuple[list[Record], frozenset[str]]:
         record.joins = tuple(joins)
         record.cue_at = at
         records.append(record)
+        if joins and level in ("INFO", "DEBUG"):
+            # an INFO line is scored against INFO wordings only: the lines joined onto it (a wrapped
+            # stats line, or a paste's own line glued under a healthy one) are read again on their own
+            i = start + 1
         if head:
             validation = record
             continue

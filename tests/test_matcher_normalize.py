@@ -232,3 +232,38 @@ def test_xinference_actor_address_is_not_part_of_the_message():
 def test_argless_exception_is_shown_once():
     rec = records("asyncio.exceptions.CancelledError\n")[0]
     assert rec.text == "asyncio.exceptions.CancelledError"
+
+
+def test_prefix_shape_tells_launcher_tags_from_record_headers():
+    from kvkb.matcher.normalize import same_message, strip_prefixes_shaped
+
+    # the kernel's dmesg timestamps (plain and -T) are record headers: stripped, and each starts a message
+    assert strip_prefixes_shaped("[ 2448.628970] Out of memory: Killed process 1 (x)") == \
+        ("Out of memory: Killed process 1 (x)", None, ("!",))
+    assert strip_prefixes_shaped("[Mon Nov 23 10:02:11 2026] Out of memory")[0] == "Out of memory"
+    first = strip_prefixes_shaped("vllm-1  | ERROR 11-18 18:07:28 [core.py:1] ValueError: y")[2]
+    same = strip_prefixes_shaped("vllm-1  | rest of the message")[2]
+    other = strip_prefixes_shaped("other-1  | rest of the message")[2]
+    header = strip_prefixes_shaped("vllm-1  | [ 12.000001] oom-kill:constraint=x")[2]
+    assert same_message(first, same) and same_message(first, ())  # the launcher's own tag; a hard wrap
+    assert not same_message(first, other) and not same_message(first, header)
+    # a stamp that changes line by line (kubectl/CRI) compares by kind
+    a = strip_prefixes_shaped("2025-01-12T13:44:22.654793722Z stdout F Foo: bar")[2]
+    b = strip_prefixes_shaped("2025-01-12T11:09:30.870622023Z stderr F more text")[2]
+    assert same_message(a, b)
+
+
+def test_a_message_keeps_its_lines_under_a_launcher_prefix():
+    text = ["CompileTimeScopedVmemOom: Ran out of memory in memory space vmem ... for",
+            "%flash_attention.1 = bf16[1,16,25344,80] ... Scoped allocation with size",
+            "37.22M and limit 32.00M exceeded scoped vmem limit by 5.22M."]
+    plain, _ = segment(list(enumerate(text, 1)))
+    composed, _ = segment(list(enumerate((f"vllm-1  | {t}" for t in text), 1)))
+    assert [r.message for r in plain] == [r.message for r in composed] and len(plain) == 1
+
+
+def test_a_line_glued_under_an_info_line_is_read_on_its_own():
+    lines = ["INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)",
+             "kubectl describe pod vllm-0 says:  Last State: Terminated  Reason: OOMKilled  Exit Code: 137"]
+    recs, _ = segment(list(enumerate(lines, 1)))
+    assert any(r.line == 2 and r.kind == "bare" and r.message.startswith("kubectl") for r in recs)

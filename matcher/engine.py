@@ -220,6 +220,8 @@ class Matcher:
                 if at is not None:
                     if r.startup > records[at].startup:
                         records[at] = r
+                    elif r.startup == records[at].startup:
+                        _merge_stage(records[at], r)
                     continue
                 # past the cap only errors and warnings are kept: ordinary lines cannot crowd them out
                 if len(seen) >= MAX_RECORDS and (len(seen) >= 2 * MAX_RECORDS or (
@@ -716,6 +718,19 @@ def _raising_line(rec: Record, sig: dict) -> int | None:
     head = next((lit.strip() for lit in sig.get("lits", ()) if len(lit.strip()) >= 8), "")
     pos = rec.message.lower().find(head[:40].lower()) if head else -1
     return rec.line_at(pos) if pos >= 0 else rec.line
+
+
+def _merge_stage(kept: Record, again: Record) -> None:
+    """The same error printed twice in one start-up (a launcher's bare copy, then vLLM's logger with its
+    `[core.py:1136]` prefix; or the traceback and its summary) is one error: when the copy kept shows no
+    stage and the other one does (its frames or its logging call site), the kept one takes that stage.
+    A copy that shows a stage of its own keeps it (the first wins, as it always did)."""
+    if stage(kept.cues) is not None or stage(again.cues) is None:
+        return
+    kept.cues = kept.cues | again.cues
+    kept.cue_at = {**again.cue_at, **kept.cue_at}
+    if kept.site is None:
+        kept.site = again.site
 
 
 def _demote(m: Match, tier: str) -> None:

@@ -256,3 +256,29 @@ def test_committed_table_decides_a_real_prefix():
     m = top(matcher(), at("core.py:1138"))
     assert (m.id, m.confidence) == ("cuda-oom-during-serving", "confident")
     assert any("core.py:1138" in f.says and "0.20.0" in f.says for f in m.evidence)
+
+
+def test_a_repeated_copy_lends_its_site_to_the_first(site_matcher):
+    # a launcher prints the engine's error bare, then vLLM's logger prints it again with its call site:
+    # one error, whose stage the second copy's prefix shows
+    bare = f"2026-05-08 11:47:02.257 [Error] (Process) (EngineCore pid=2651) {OOM}\n...\n"
+    logged = f"2026-05-08 11:47:02.257 [Error] (Process) (EngineCore pid=2651) " + at(f"core.py:{STARTUP_10}")
+    m = top(site_matcher, bare + logged)
+    assert (m.id, m.confidence) == ("cuda-oom-during-startup", "confident")
+    assert any(f"core.py:{STARTUP_10}" in f.says and f.line == 3 for f in m.evidence)
+    m = top(site_matcher, bare + "2026-05-08 11:47:02.257 [Error] (Process) (EngineCore pid=2651) "
+            + at(f"core.py:{SERVING_11}"))
+    assert (m.id, m.confidence) == ("cuda-oom-during-serving", "confident")
+    # a copy with no site of its own lends nothing
+    m = top(site_matcher, bare + bare)
+    assert m.confidence == "likely"
+
+
+def test_a_copy_with_its_own_stage_keeps_it(site_matcher):
+    # the first copy's frames show serving; a later copy logged from a start-up site does not change it
+    p = f"(EngineCore_DP0 pid=229) ERROR 04-19 12:21:04 [core.py:{SERVING_11}] "
+    text = (f"{p}Traceback (most recent call last):\n"
+            f'{p}  File "/usr/lib/python3.12/site-packages/vllm/v1/worker/gpu_model_runner.py", line 9, in execute_model\n'
+            f"{p}    out = self.model(x)\n{p}{OOM}\n" + at(f"core.py:{STARTUP_10}"))
+    m = top(site_matcher, text)
+    assert (m.id, m.confidence) == ("cuda-oom-during-serving", "confident")

@@ -62,3 +62,18 @@ def test_add_prints_the_drift_report_and_writes_it(tmp_path, monkeypatch, capsys
     assert out.startswith("# vLLM 0.2.0: drift against 0.1.0") and "- flag --swap-space" in out
     assert report.read_text() == out
     assert "added 1 release(s)" in err and "the atlas holds 2 (0.1.0–0.2.0)" in err
+
+
+def test_cut_then_add_rehearses_a_release_and_rebuilds_the_same_atlas(atlas_file, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr("kvkb.atlas.wheels.release_sources", atlas_world.fetch)
+    cut = tmp_path / "cut.json.gz"
+    rc, _, err = run(capsys, "atlas", "--atlas", str(atlas_file), "cut", "0.1.0", "--out", str(cut))
+    assert rc == 0 and "1 releases (0.1.0–0.1.0)" in err
+    rc, out, err = run(capsys, "atlas", "--atlas", str(cut), "add", "0.2.0")
+    assert rc == 0, err
+    assert out.startswith("# vLLM 0.2.0: drift against 0.1.0") and "- flag --swap-space" in out
+    assert cut.read_bytes() == atlas_file.read_bytes()
+    rc, _, err = run(capsys, "atlas", "--atlas", str(atlas_file), "cut", "0.1.0", "--out", str(atlas_file))
+    assert rc == 2 and "is the atlas being cut" in err
+    rc, _, err = run(capsys, "atlas", "--atlas", str(atlas_file), "cut", "9.9.9", "--out", str(tmp_path / "x.gz"))
+    assert rc == 2 and "9.9.9 is not in the atlas" in err

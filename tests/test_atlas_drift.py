@@ -35,3 +35,59 @@ def test_an_entry_covering_the_new_raise_site_silences_it(tmp_path):
     d = drift(atlas, "0.2.0", {covered.id: covered})
     assert not any(it.text.startswith("The KV cache needs") for it, _ in d.uncovered)
     assert drift(atlas, "0.1.0", {}).previous is None
+
+
+# --- the committed atlas: 0.33.0 added again to the atlas without it (issue 17's rehearsal) -----------
+
+import pytest  # noqa: E402
+from packaging.specifiers import SpecifierSet  # noqa: E402
+
+from kvkb.atlas.store import ATLAS_PATH  # noqa: E402
+from kvkb.loader import load_kb  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def committed():
+    return Atlas.load(ATLAS_PATH)
+
+
+def test_cut_then_add_the_newest_release_rebuilds_the_committed_atlas(committed):
+    newest, previous = committed.releases[-1], committed.releases[-2]
+    cut = committed.until(previous)
+    assert cut.releases == committed.releases[:-1]
+    assert not any(len(committed.releases) - 1 in it.indexes for it in cut.strings())
+    # a run that went on past the cut has no known line at it; one that started there keeps its own
+    assert all(it.line_at(len(cut.releases) - 1) is None or it.line_at(len(cut.releases) - 1) > 0
+               for it in cut.strings())
+    cut.add_release(newest, committed.facts_of(newest))
+    assert cut.dumps() == ATLAS_PATH.read_bytes()
+
+
+def test_drift_of_0_33_0_against_the_knowledge_base(committed):
+    # the rehearsal the issue asks for: 0.33.0 as the "new" release, the KB as it stands
+    cut = committed.until("0.32.0")
+    cut.add_release("0.33.0", committed.facts_of("0.33.0"))
+    kb = load_kb().entries
+    d = drift(cut, "0.33.0", kb)
+    assert d.previous == "0.32.0" and not d.empty
+    # every signature reported gone: its entry claims the previous release and not the new one
+    for eid, sid, message, near, line in d.gone:
+        spec = SpecifierSet(next(s for s in kb[eid].signatures if s.id == sid).versions)
+        assert spec.contains("0.32.0") and not spec.contains("0.33.0")
+    # 0.33.0 rewrote the CPU worker's start-up check: its old wording is gone, the new raise is suggested
+    gone = {(eid, sid): (near, line) for eid, sid, _, near, line in d.gone}
+    near, line = gone[("insufficient-free-memory-at-startup", "cpu-0.22-to-0.32")]
+    assert near.file == "vllm/v1/worker/cpu_worker.py" and near.exception == "ValueError" and line > 0
+    # each reported removal / default change is one the atlas holds
+    p, n = committed.releases.index("0.32.0"), committed.releases.index("0.33.0")
+    for kind, name in d.removed:
+        assert p in committed.holders(kind, name) and n not in committed.holders(kind, name)
+    for kind, name, old, new in d.defaults:
+        assert {it.default for it in committed.named(kind, name) if n in it.indexes} == {new}
+    # new raise sites: in 0.33.0 and not 0.32.0, raised or warned, about the topic
+    assert d.uncovered and all(n in it.indexes and p not in it.indexes and (it.exception or it.level)
+                               for it, _ in d.uncovered)
+    text = format_drift(d, cut)
+    assert text.startswith("# vLLM 0.33.0: drift against 0.32.0")
+    assert "vllm/v1/worker/cpu_worker.py:" in text
+

@@ -55,12 +55,13 @@ class StringItem:
         return self.runs[0], self.runs[2]
 
     def line_at(self, index: int) -> int | None:
-        """The line in release `index` when it starts or ends a run (the lines between are not kept)."""
+        """The line in release `index` when it starts or ends a run (the lines between are not kept;
+        0 marks an end whose line is not known: see `Atlas.until`)."""
         for k in range(0, len(self.runs), 4):
             if self.runs[k] == index:
-                return self.runs[k + 2]
+                return self.runs[k + 2] or None
             if self.runs[k + 1] == index:
-                return self.runs[k + 3]
+                return self.runs[k + 3] or None
         return None
 
     @property
@@ -169,6 +170,54 @@ class Atlas:
             else:
                 runs += [idx, idx]
         self.__dict__.pop("_index", None)
+
+    def until(self, version: str) -> "Atlas":
+        """The atlas as it stood when `version` was its newest release: every later release dropped.
+
+        Adding the dropped releases again (`kvkb atlas add`) gives back the same atlas, byte for byte,
+        which rehearses a new release's drift report on one already held. Only a run's ends keep
+        their line, so where a run went on past `version`, its line in `version` is not known: it
+        reads as unknown (0) until the next release is added and sets its own line there.
+        """
+        if version not in self.releases:
+            raise AtlasError(f"{version} is not in the atlas ({self.releases[0]}–{self.releases[-1]})"
+                             if self.releases else "the atlas is empty")
+        last = self.releases.index(version)
+        out = Atlas(self.releases[: last + 1])
+        for key, runs in self._strings.items():
+            kept: list[int] = []
+            for k in range(0, len(runs), 4):
+                first, end, line_first, line_end = runs[k: k + 4]
+                if first > last:
+                    break
+                if end > last:
+                    end, line_end = last, (line_first if first == last else 0)
+                kept += [first, end, line_first, line_end]
+            if kept:
+                out._strings[key] = kept
+        for key, runs in self._named.items():
+            kept = []
+            for k in range(0, len(runs), 2):
+                if runs[k] > last:
+                    break
+                kept += [runs[k], min(runs[k + 1], last)]
+            if kept:
+                out._named[key] = kept
+        return out
+
+    def facts_of(self, version: str) -> list[tuple]:
+        """The facts of one release as `extract.release_facts` gave them (each string once, at its
+        first line in the release), read back from the atlas: the newest release's lines are always
+        kept, so `until(previous).add_release(newest, facts_of(newest))` rebuilds the atlas exactly."""
+        i = self.releases.index(version)
+        out: list[tuple] = []
+        for it in self.strings():
+            if i in it.indexes:
+                out.append(("s", it.file, it.text, it.role, it.qual, it.line_at(i) or 0))
+        for (kind, name, default), runs in self._named.items():
+            if any(runs[k] <= i <= runs[k + 1] for k in range(0, len(runs), 2)):
+                out.append((kind, name, default) if kind != "flag" else (kind, name))
+        return out
 
     # --- disk ------------------------------------------------------------------------------------
     def dumps(self) -> bytes:

@@ -30,6 +30,12 @@ def add_parser(sub) -> None:
     a.add_argument("--rebuild", action="store_true", help="start from an empty atlas (VERSIONs are then every release to hold)")
     a.add_argument("--report", type=Path, help="also write the drift report(s) to this file (Markdown)")
     a.add_argument("--workdir", type=Path, help="where wheels are downloaded (and deleted), default a temporary folder")
+    c = asub.add_parser("cut", help="write the atlas as it stood at a release (later ones dropped), to rehearse adding the next",
+                        description="Writes the atlas as it was when VERSION was its newest release. `kvkb atlas --atlas OUT "
+                        "add NEXT` then prints NEXT's drift report as if NEXT were new, and rebuilds the same atlas byte "
+                        "for byte.")
+    c.add_argument("version", metavar="VERSION", help="the newest release to keep, e.g. 0.32.0")
+    c.add_argument("--out", type=Path, required=True, help="where to write the cut atlas (never the committed one)")
     f = asub.add_parser("find", help="which releases print a text, or accept a flag, parameter or variable")
     f.add_argument("text", nargs="?", help="a phrase of a message; {name} or {…} in it match any value")
     g = f.add_mutually_exclusive_group()
@@ -48,6 +54,8 @@ def run(args) -> int:
         return _find(args)
     if args.atlas_command == "add":
         return _add(args)
+    if args.atlas_command == "cut":
+        return _cut(args)
     args._parser.print_help(sys.stderr)
     return 2
 
@@ -139,6 +147,20 @@ def _find_name(atlas: Atlas, args) -> int:
         shown = args.flag or args.env or args.arg
         print(f"no vLLM release {atlas.releases[0]}–{atlas.releases[-1]} has {shown}", file=sys.stderr)
         return 1
+    return 0
+
+
+# --- cut --------------------------------------------------------------------------------------------
+def _cut(args) -> int:
+    path = _path(args)
+    if args.out.resolve() == path.resolve():
+        return _fail(f"--out {args.out} is the atlas being cut: write the cut one elsewhere")
+    try:
+        cut = Atlas.load(path).until(args.version)
+    except AtlasError as exc:
+        return _fail(str(exc))
+    cut.save(args.out)
+    print(f"wrote {args.out}: {len(cut.releases)} releases ({cut.releases[0]}–{cut.releases[-1]})", file=sys.stderr)
     return 0
 
 

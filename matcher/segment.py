@@ -429,6 +429,8 @@ def segment_parsed(parsed: list[tuple]) -> tuple[list[Record], frozenset[str]]:
             break
         else:
             inner = _embedded(message)
+            if inner is None and rec_kind == "bare":
+                inner = quoted_in_prose(message)
         if inner:
             inner_exc = _exception(inner)
             if inner_exc:
@@ -517,6 +519,23 @@ def _join_item(message: str, parsed: list, i: int) -> tuple[str, int]:
     if cut >= 0:
         message = message[:cut]
     return message.strip()[:MAX_MESSAGE], i
+
+
+# Han, kana, Hangul, CJK punctuation and full-width forms: text in a language that writes no spaces
+_CJK_RUN_RE = Lazy(r"[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef]+")
+QUOTE_MIN = 40  # characters a Latin-script run needs to be read as a quoted message on its own
+
+
+def quoted_in_prose(message: str) -> str | None:
+    """A program's message quoted inside a sentence of Chinese, Japanese or Korean prose ("调用api接口解析时
+    就报错：Free memory on device (...) ... (0.4,5.83GiB).我监控nvidia-smi"): the longest stretch of the line
+    written without those scripts, which is where the quote is, when it is long enough to be a message.
+    Such prose glues the quote to its own words with no space, so the whole line never reads as the
+    message; None for a line with no such script."""
+    if not _CJK_RUN_RE.search(message):
+        return None
+    best = max((part.strip() for part in _CJK_RUN_RE.split(message)), key=len)
+    return best if len(best) >= QUOTE_MIN and re.search(r"[A-Za-z]{3}", best) else None
 
 
 def _embedded(message: str) -> str | None:

@@ -267,3 +267,30 @@ def test_a_line_glued_under_an_info_line_is_read_on_its_own():
              "kubectl describe pod vllm-0 says:  Last State: Terminated  Reason: OOMKilled  Exit Code: 137"]
     recs, _ = segment(list(enumerate(lines, 1)))
     assert any(r.line == 2 and r.kind == "bare" and r.message.startswith("kubectl") for r in recs)
+
+
+def test_a_message_quoted_in_cjk_prose_is_read_on_its_own():
+    from kvkb.matcher.segment import quoted_in_prose
+
+    quote = ("Free memory on device (0.75/14.57GiB) on startup is less than desired GPU memory "
+             "utilization(0.4,5.83GiB).")
+    line = f"调用api接口解析时就报错：{quote}我监控nvidia-smi，显示显卡有资源的。"
+    assert quoted_in_prose(line) == quote
+    inner = [r for r in records(line) if r.kind == "inner"]
+    assert [r.message for r in inner] == [quote]
+    # an exception quoted that way keeps its class
+    msg = "No available memory for the cache blocks. Try increasing `gpu_memory_utilization`"
+    assert [(r.type, r.message) for r in records(f"这时候报错：ValueError: {msg}。") if r.kind == "inner"] == [
+        ("ValueError", msg)]
+    # no such script, or only short Latin words among it: nothing is taken out
+    assert quoted_in_prose(f"The server said: {quote} and stopped") is None
+    assert quoted_in_prose("我配置好了mineru，从gradio页面传扫描件可以正常解析") is None
+
+
+def test_a_quote_in_cjk_prose_is_matched_confidently():
+    from matcher_helpers import matcher
+
+    line = ("我配置好了mineru，调用api接口解析时就报错：Free memory on device (0.75/14.57GiB) on startup is less than "
+            "desired GPU memory utilization(0.4,5.83GiB).我监控nvidia-smi，显示显卡有资源的。\n")
+    m = matcher().match(line).matches[0]
+    assert (m.id, m.confidence) == ("insufficient-free-memory-at-startup", "confident")

@@ -227,3 +227,55 @@ def test_wording(finding, entry_id, false, true):
     if false:
         assert false not in text
     assert true in text
+
+
+# --- the same findings read from the committed atlas: they fail if vLLM's code and the claim part -----
+
+@lru_cache(maxsize=None)
+def atlas():
+    from kvkb.atlas.store import load_default
+
+    return load_default()
+
+
+def releases_where(test) -> list[str]:
+    a = atlas()
+    held = set().union(*(it.indexes for it in a.strings() if test(it)))
+    return [a.releases[i] for i in sorted(held)]
+
+
+def test_a1_the_fix_range_excludes_every_release_whose_xpu_worker_sizes_the_kv_cache_itself():
+    # XPUWorker.determine_available_memory (its own override, which never reads kv_cache_memory_bytes)
+    own = releases_where(lambda it: it.file == "vllm/v1/worker/xpu_worker.py"
+                         and it.qual == "XPUWorker.determine_available_memory")
+    assert own and own[-1] == "0.15.1"
+    f = fix("xpu-out-of-memory", "cap-kv-cache-bytes")
+    assert [r for r in own if covers(f.versions, r)] == []
+    assert covers(f.versions, atlas().releases[atlas().releases.index(own[-1]) + 1])
+
+
+def test_a2_fit_charges_cuda_graphs_from_the_release_whose_envs_default_the_estimate_on():
+    on = sorted((i for it in atlas().named("env", "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS")
+                 if it.default.strip("'\"") not in {"0", "False", ""} for i in it.indexes))
+    first = atlas().releases[on[0]]
+    assert release_name(CUDAGRAPH_CHARGED_FROM) == release_name(tuple(int(x) for x in first.split(".")[:3]))
+
+
+def test_a4_the_limit_mm_fix_ranges_hold_the_flag_in_every_release():
+    a = atlas()
+    held = {a.releases[i] for i in a.holders("flag", "--limit-mm-per-prompt")}
+    for fid in ("limit-mm-per-prompt", "limit-mm-per-prompt-key-value"):
+        versions = fix("cuda-oom-during-startup", fid).versions
+        assert [r for r in a.releases if covers(versions, r) and r not in held] == []
+
+
+def test_a5_the_override_fix_excludes_releases_that_apply_it_after_auto_fit():
+    # may_override_num_blocks runs when the config is built, after auto-fit searched the profiled memory;
+    # from 0.20.1 get_kv_cache_configs applies the override before auto-fit
+    def logged_in(qual):
+        return releases_where(lambda it: it.text.startswith("Overriding num_gpu_blocks=") and it.level
+                              and it.qual.endswith(qual))
+    after, before = logged_in("may_override_num_blocks"), logged_in("get_kv_cache_configs")
+    f = fix("auto-fit-max-model-len-failed", "drop-blocks-override")
+    assert [r for r in after if covers(f.versions, r)] == []
+    assert [r for r in before if not covers(f.versions, r)] == []

@@ -258,3 +258,46 @@ def test_cli_internal_error_is_a_message_not_a_traceback(monkeypatch, capsys, tm
     monkeypatch.setattr(cli_lint, "lint_paths", boom)
     assert main(["lint", str(tmp_path)]) == 3
     assert "internal error, please report it: RuntimeError: matcher exploded" in capsys.readouterr().err
+
+
+# --- against the committed atlas: the real KB with one fact planted wrong ------------------------------
+
+def _planted(tmp_path, name: str, old: str, new: str) -> Path:
+    kb = tmp_path / "kb"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "kb", kb)
+    path = kb / f"{name}.yaml"
+    text = path.read_text()
+    assert text.count(old) == 1, f"{old!r} is not once in {name}.yaml"
+    path.write_text(text.replace(old, new))
+    return kb
+
+
+def test_real_kb_with_a_planted_wrong_range_fails_naming_the_range_to_write(tmp_path, capsys):
+    # the 0.13.0-0.21.0 wording claimed from 0.9.0: lint names the releases that print it and the range
+    kb = _planted(tmp_path, "no-memory-for-cache-blocks", 'versions: ">=0.13.0,<=0.21.0"', 'versions: ">=0.9.0,<=0.21.0"')
+    assert main(["lint", "--no-matcher", str(kb)]) == 1
+    out = capsys.readouterr().out
+    [line] = [ln for ln in out.splitlines() if "KB070" in ln]
+    assert "no-memory-for-cache-blocks.yaml:28:" in line and "not printed by 0.9.0" in line
+    assert "first 0.13.0 vllm/v1/core/kv_cache_utils.py:" in line and "last 0.21.0 vllm/v1/core/kv_cache_utils.py:" in line
+    assert 'write versions: ">=0.13.0,<=0.21.0"' in line
+
+
+def test_real_kb_with_a_planted_missing_flag_fails(tmp_path, capsys):
+    # finding A4 of the fact-check: --limit-mm-per-prompt and the EngineArgs field only exist from 0.5.5
+    kb = _planted(tmp_path, "cuda-oom-during-startup", 'versions: ">=0.5.5,<=0.8.4"', 'versions: ">=0.5.0,<=0.8.4"')
+    assert main(["lint", "--no-matcher", str(kb)]) == 1
+    out = capsys.readouterr().out
+    flag = [ln for ln in out.splitlines() if "KB074" in ln]
+    arg = [ln for ln in out.splitlines() if "KB075" in ln]
+    assert len(flag) == 1 and "--limit-mm-per-prompt, which 0.5.0–0.5.4 lack" in flag[0]
+    assert 'versions to write: ">=0.5.5,<=0.8.4"' in flag[0]
+    assert len(arg) == 1 and "limit_mm_per_prompt" in arg[0]
+
+
+def test_real_kb_with_a_planted_wrong_default_fails(tmp_path, capsys):
+    kb = _planted(tmp_path, "cpu-kv-cache-space", "RAM (default 0.92)", "RAM (default 0.8)")
+    assert main(["lint", "--no-matcher", str(kb)]) == 1
+    out = capsys.readouterr().out
+    [line] = [ln for ln in out.splitlines() if "KB077" in ln]
+    assert "0.9 in 0.4.0–0.19.1" in line and "0.92 in 0.20.0–0.33.0" in line

@@ -229,6 +229,7 @@ class Matcher:
                     continue
                 seen[key] = len(records)
                 records.append(r)
+        _lead_stage(records, scanner)
         report = self._decide(records, frozenset(cues), context, scanner)
         report.bytes, report.lines, report.records = stats.bytes, stats.lines, len(records)
         return report
@@ -354,6 +355,9 @@ class Matcher:
             return Fact(line, text, f"stage {_STAGE_WORDS[rstage]}: this frame of the traceback shows it")
         if rec.stage == rstage and rec.stage_at:
             line, text = rec.stage_at
+            if rec.line is not None and line > rec.line:
+                return Fact(line, text, f"stage {_STAGE_WORDS[rstage]}: the last step this start-up reached; the error "
+                                        "is pasted above the log lines that led to it, and start-up went no further")
             return Fact(line, text, f"stage {_STAGE_WORDS[rstage]}: the last step the log reached before the error")
         return Fact(None, "", f"stage {_STAGE_WORDS[rstage]}: lines elsewhere in the log show it")
 
@@ -718,6 +722,22 @@ def _raising_line(rec: Record, sig: dict) -> int | None:
     head = next((lit.strip() for lit in sig.get("lits", ()) if len(lit.strip()) >= 8), "")
     pos = rec.message.lower().find(head[:40].lower()) if head else -1
     return rec.line_at(pos) if pos >= 0 else rec.line
+
+
+def _lead_stage(records: list[Record], scanner: Scanner) -> None:
+    """An error pasted above the log lines that led to it (people paste the error first, then the log):
+    a start-up ends at its fatal error, so when the start-up the error belongs to ends at a start-up
+    step (loading, profiling, KV sizing, CUDA-graph capture: no line after it says start-up finished
+    or went on), that last step is where the error came. Only for an exception with no step before it
+    in its start-up and no stage of its own; a start-up whose last step is serving tells nothing (an
+    error while serving need not end it)."""
+    at, last = scanner.stage, len(scanner.startups) - 1
+    if at not in ("startup", "cudagraph") or scanner.stage_at is None:
+        return
+    for r in records:
+        if (r.startup == last and r.stage is None and r.kind in ("exception", "inner") and r.line is not None
+                and r.line < scanner.stage_at[0] and stage(r.cues) is None):
+            r.stage, r.stage_at = at, scanner.stage_at
 
 
 def _merge_stage(kept: Record, again: Record) -> None:

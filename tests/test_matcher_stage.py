@@ -151,3 +151,28 @@ def test_the_same_cuda_oom_under_each_class_is_one_error(cls):
     text = tb(frame("vllm/v1/worker/gpu_model_runner.py", "profile_run", "self._dummy_run(n)"),
               error=TORCH_OOM.replace("torch.OutOfMemoryError", cls))
     assert matcher().match(text).root_cause == "cuda-oom-during-startup"
+
+
+CAPTURE = ("INFO 07-11 13:46:49 model_runner.py:854] Capturing the model for CUDA graphs. This may lead to "
+           "unexpected consequences if the model is not static.")
+LOADING = "INFO 07-11 13:40:02 model_runner.py:254] Loading model weights took 13.5 GiB"
+SERVING = "INFO 07-11 13:47:30 launcher.py:28] Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)"
+BARE_OOM = ("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 70.00 MiB. GPU 0 has a total "
+            "capacity of 23.65 GiB of which 12.06 MiB is free.")
+
+
+def test_an_error_pasted_above_its_start_up_takes_the_step_start_up_ended_at():
+    report, m = top(f"{BARE_OOM}\n{LOADING}\n{CAPTURE}\n")
+    assert (m.id, m.confidence) == ("cuda-oom-during-cudagraph-capture", "confident")
+    assert any(f.line == 3 and "pasted above" in f.says for f in m.evidence)
+    report, m = top(f"{BARE_OOM}\n{LOADING}\n")
+    assert (m.id, m.confidence) == ("cuda-oom-during-startup", "confident")
+
+
+def test_an_error_pasted_above_a_start_up_that_went_on_tells_no_stage():
+    # the log after the error reached serving: nothing says where the error came
+    report, m = top(f"{BARE_OOM}\n{CAPTURE}\n{SERVING}\n")
+    assert m.confidence == "likely"
+    # a later start-up (a relaunch) is not the error's start-up
+    report, m = top(f"{BARE_OOM}\nINFO 07-11 13:40:00 api_server.py:177] vLLM API server version 0.5.1\n{CAPTURE}\n")
+    assert m.confidence == "likely"

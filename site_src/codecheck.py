@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import re
 
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
 from kvkb.atlas.check import explained
 from kvkb.atlas.store import Atlas, AtlasError, load_default, spans
 from kvkb.entry import Entry, Signature
@@ -21,10 +24,44 @@ def source_url(version: str, path: str, line: int | None) -> str:
     return f"{VLLM_BLOB}/v{version}/{path}" + (f"#L{line}" if line else "")
 
 
+# who prints a text that is not vLLM's Python code's (Signature.origin)
+ORIGIN_NAMES = {
+    "vllm-csrc": "vLLM's compiled C++/CUDA extension", "torch": "PyTorch", "cuda": "the CUDA runtime",
+    "nccl": "NCCL", "xla": "XLA", "jax": "JAX", "gaudi": "Habana Gaudi's runtime", "ascend": "the Ascend runtime",
+    "oneapi": "Intel oneAPI", "lmcache": "LMCache", "pydantic": "pydantic", "ray": "Ray", "kernel": "the Linux kernel",
+    "python": "Python", "other": "another program",
+}
+
+
+def _releases_in(sig: Signature, atlas: Atlas) -> set[int]:
+    spec = SpecifierSet(sig.versions)
+    return {i for i, v in enumerate(atlas.releases) if spec.contains(Version(v), prereleases=True)}
+
+
+def _foreign_check(sig: Signature, atlas: Atlas | None) -> str:
+    """A declared-foreign text: whose it is, and (what lint's KB073 checks) that vLLM's Python code
+    does not print it in the releases the signature names."""
+    who = ORIGIN_NAMES.get(sig.origin, sig.origin)
+    head = {"invented": "not an error vLLM prints", "vllm-csrc": f"printed by {who}"}.get(
+        sig.origin, f"printed by {who}, not by vLLM")
+    if atlas is None:
+        return head
+    shown = explained(sig, atlas)
+    claimed = _releases_in(sig, atlas)
+    if shown is None or not claimed or shown[0] & claimed:
+        return head  # lint reports it (KB042 / KB073); the page does not vouch for it
+    where = spans(claimed, atlas.releases)
+    if sig.origin == "invented":
+        return f"no vLLM release prints it: checked against vLLM's code, releases {where}"
+    if sig.origin == "vllm-csrc":
+        return f"{head}; not in its Python code: checked, releases {where}"
+    return f"{head}; checked absent from vLLM's code, releases {where}"
+
+
 def signature_check(sig: Signature, atlas: Atlas | None) -> str:
     """Markdown for one table cell (no '|' in it)."""
     if sig.origin != "vllm":
-        return f"not vLLM's text: printed by {sig.origin}"
+        return _foreign_check(sig, atlas)
     if atlas is None:
         return "not checked (no atlas in this build)"
     shown = explained(sig, atlas)

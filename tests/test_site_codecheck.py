@@ -31,7 +31,15 @@ def test_row_names_the_releases_and_links_the_newest_raising_line(atlas):
 
 def test_foreign_unknown_and_unbuilt(atlas):
     torch = make([sig("CUDA out of memory. Tried to allocate 2.00 GiB.", ">=0.1.0", origin="torch")])
-    assert signature_check(torch.signatures[0], atlas) == "not vLLM's text: printed by torch"
+    assert signature_check(torch.signatures[0], atlas) == \
+        "printed by PyTorch, not by vLLM; checked absent from vLLM's code, releases 0.1.0–0.2.0"
+    assert signature_check(torch.signatures[0], None) == "printed by PyTorch, not by vLLM"
+    invented = make([sig("KV cache allocation failed", ">=0.0.0", exception="RuntimeError", origin="invented")])
+    assert signature_check(invented.signatures[0], atlas) == \
+        "no vLLM release prints it: checked against vLLM's code, releases 0.1.0–0.2.0"
+    # a declared-foreign text vLLM does print (lint's KB073): the page does not vouch for its absence
+    stale = make([sig(OLD, "==0.1.0", origin="torch")])
+    assert signature_check(stale.signatures[0], atlas) == "printed by PyTorch, not by vLLM"
     nowhere = make([sig("Something vLLM never said at all.", ">=0.1.0")])
     assert signature_check(nowhere.signatures[0], atlas) == "not found in vLLM's code"
     assert signature_check(nowhere.signatures[0], None).startswith("not checked")

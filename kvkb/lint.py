@@ -4,6 +4,7 @@ the atlas of vLLM's releases (kvkb.atlas.check)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from . import template
@@ -29,8 +30,10 @@ def _atlas_checks(kb: KB, only: set[str] | None = None) -> list[Problem]:
 
     try:
         atlas = load_default()
-    except AtlasError:
-        return []  # no atlas in this install: nothing to check against (`kvkb atlas add` builds it)
+    except AtlasError as exc:
+        # the atlas ships with kvkb; without it (a broken install, a wrong KVKB_ATLAS) say so, not pass quietly
+        print(f"kvkb lint: KB070-KB079 not checked: {exc}", file=sys.stderr)
+        return []
     problems = []
     for eid, entry in kb.entries.items():
         if only is not None and eid not in only:

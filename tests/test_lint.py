@@ -301,3 +301,17 @@ def test_real_kb_with_a_planted_wrong_default_fails(tmp_path, capsys):
     out = capsys.readouterr().out
     [line] = [ln for ln in out.splitlines() if "KB077" in ln]
     assert "0.9 in 0.4.0–0.19.1" in line and "0.92 in 0.20.0–0.33.0" in line
+
+
+def test_whole_kb_lint_with_the_atlas_stays_under_3_s_of_cpu():
+    # CPU time of the child, not wall time: other jobs on a shared runner do not make it flaky
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.run([sys.executable, "-m", "kvkb.cli.main", "lint", "kb"], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parent.parent)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "KB070-KB079 not checked" not in proc.stderr
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    assert cpu < 3.0, f"kvkb lint kb/ took {cpu:.2f} s of CPU"

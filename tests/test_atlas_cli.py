@@ -77,3 +77,13 @@ def test_cut_then_add_rehearses_a_release_and_rebuilds_the_same_atlas(atlas_file
     assert rc == 2 and "is the atlas being cut" in err
     rc, _, err = run(capsys, "atlas", "--atlas", str(atlas_file), "cut", "9.9.9", "--out", str(tmp_path / "x.gz"))
     assert rc == 2 and "9.9.9 is not in the atlas" in err
+
+
+def test_drift_prints_a_held_release_report_again_offline(atlas_file, tmp_path, capsys):
+    rc, out, _ = run(capsys, "atlas", "--atlas", str(atlas_file), "drift")
+    assert rc == 0 and out.startswith("# vLLM 0.2.0: drift against 0.1.0") and "- flag --swap-space" in out
+    report = tmp_path / "r.md"
+    rc, out2, _ = run(capsys, "atlas", "--atlas", str(atlas_file), "drift", "0.2.0", "--report", str(report))
+    assert rc == 0 and out2 == out == report.read_text()
+    rc, _, err = run(capsys, "atlas", "--atlas", str(atlas_file), "drift", "0.3.0")
+    assert rc == 2 and "0.3.0 is not in the atlas" in err

@@ -91,3 +91,19 @@ def test_drift_of_0_33_0_against_the_knowledge_base(committed):
     assert text.startswith("# vLLM 0.33.0: drift against 0.32.0")
     assert "vllm/v1/worker/cpu_worker.py:" in text
 
+
+
+def test_the_nearest_literal_is_a_message_not_a_bare_name(committed):
+    # 0.20.0 drops "VLLM_CPU_KVCACHE_SPACE not set. Using ... GiB for KV cache.": a bare variable name
+    # that is still a literal there is no template for it
+    from kvkb.atlas.drift import _nearest
+
+    n, p = committed.releases.index("0.20.0"), committed.releases.index("0.19.1")
+    new = [it for it in committed.strings() if n in it.indexes and p not in it.indexes]
+    assert _nearest("VLLM_CPU_KVCACHE_SPACE not set. Using 15.62 GiB for KV cache.", new) is None
+    n, p = committed.releases.index("0.22.0"), committed.releases.index("0.21.0")
+    new = [it for it in committed.strings() if n in it.indexes and p not in it.indexes]
+    near = _nearest("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
+                    "initializing the engine. See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ "
+                    "for more details.", new)
+    assert near.exception == "ValueError" and near.text.startswith("No available memory for the cache blocks.")

@@ -103,11 +103,17 @@ def _plain(text: str) -> str:
 
 
 def _nearest(message: str, items: list[StringItem]) -> StringItem | None:
-    if not items:
-        return None
-    choices = {i: _plain(it.text) for i, it in enumerate(items)}
-    best = process.extractOne(message, choices, scorer=fuzz.ratio, score_cutoff=50)
-    return items[best[2]] if best else None
+    """The new literal most like the old message: a raised or logged one first, then any; one whose
+    own text is under 40 % of the message's length (a bare name, a fragment) is no template for it."""
+    pool = [it for it in items if len(_plain(it.text).strip()) >= 0.4 * len(message)]
+    for group in ([it for it in pool if it.role], pool):
+        if not group:
+            continue
+        choices = {i: _plain(it.text) for i, it in enumerate(group)}
+        best = process.extractOne(message, choices, scorer=fuzz.ratio, score_cutoff=50)
+        if best:
+            return group[best[2]]
+    return None
 
 
 def template_of(item: StringItem) -> str:

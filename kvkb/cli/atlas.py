@@ -1,5 +1,6 @@
-"""`kvkb atlas add VERSION...` / `kvkb atlas find TEXT` (--flag, --env, --arg): the atlas of what every
-vLLM release prints and accepts. find works offline from the committed atlas; add downloads wheels.
+"""`kvkb atlas add VERSION...` / `kvkb atlas find TEXT` (--flag, --env, --arg) / `kvkb atlas drift [VERSION]` /
+`kvkb atlas cut VERSION --out PATH`: the atlas of what every vLLM release prints and accepts. find, drift
+and cut work offline from the committed atlas; add downloads wheels.
 Exit 0 done (find: something found), 1 find found nothing, 2 usage or fetch error."""
 
 from __future__ import annotations
@@ -30,6 +31,12 @@ def add_parser(sub) -> None:
     a.add_argument("--rebuild", action="store_true", help="start from an empty atlas (VERSIONs are then every release to hold)")
     a.add_argument("--report", type=Path, help="also write the drift report(s) to this file (Markdown)")
     a.add_argument("--workdir", type=Path, help="where wheels are downloaded (and deleted), default a temporary folder")
+    d = asub.add_parser("drift", help="print a release's drift report again, offline, against kb/ as it is now",
+                        description="The drift report `kvkb atlas add` printed for VERSION (default: the newest release "
+                        "in the atlas), computed again from the atlas and the current kb/ entries: what is still to mend.")
+    d.add_argument("version", nargs="?", metavar="VERSION", help="a release the atlas holds (default: its newest)")
+    d.add_argument("--kb", type=Path, default=None, help="the entries' folder (default: kb/)")
+    d.add_argument("--report", type=Path, help="also write the report to this file (Markdown)")
     c = asub.add_parser("cut", help="write the atlas as it stood at a release (later ones dropped), to rehearse adding the next",
                         description="Writes the atlas as it was when VERSION was its newest release. `kvkb atlas --atlas OUT "
                         "add NEXT` then prints NEXT's drift report as if NEXT were new, and rebuilds the same atlas byte "
@@ -56,6 +63,8 @@ def run(args) -> int:
         return _add(args)
     if args.atlas_command == "cut":
         return _cut(args)
+    if args.atlas_command == "drift":
+        return _drift(args)
     args._parser.print_help(sys.stderr)
     return 2
 
@@ -150,6 +159,27 @@ def _find_name(atlas: Atlas, args) -> int:
     return 0
 
 
+# --- drift ------------------------------------------------------------------------------------------
+def _drift(args) -> int:
+    from kvkb.atlas.drift import drift, format_drift
+
+    try:
+        atlas = Atlas.load(_path(args))
+    except AtlasError as exc:
+        return _fail(str(exc))
+    version = args.version or atlas.releases[-1]
+    if version not in atlas.releases:
+        return _fail(f"{version} is not in the atlas ({atlas.releases[0]}–{atlas.releases[-1]}); "
+                     "`kvkb atlas add` it first")
+    if args.kb is not None and not args.kb.is_dir():
+        return _fail(f"{args.kb} is not a folder of entries")
+    text = format_drift(drift(atlas, version, _entries(args.kb)), atlas)
+    sys.stdout.write(text)
+    if args.report:
+        args.report.write_text(text, encoding="utf-8")
+    return 0
+
+
 # --- cut --------------------------------------------------------------------------------------------
 def _cut(args) -> int:
     path = _path(args)
@@ -210,7 +240,7 @@ def _add(args) -> int:
     return 0
 
 
-def _entries() -> dict:
+def _entries(folder: Path | None = None) -> dict:
     from kvkb.loader import load_kb
 
-    return load_kb().entries
+    return (load_kb(folder) if folder is not None else load_kb()).entries

@@ -730,13 +730,15 @@ def _lead_stage(records: list[Record], scanner: Scanner) -> None:
     step (loading, profiling, KV sizing, CUDA-graph capture: no line after it says start-up finished
     or went on), that last step is where the error came. Only for an exception with no step before it
     in its start-up and no stage of its own; a start-up whose last step is serving tells nothing (an
-    error while serving need not end it)."""
+    error while serving need not end it), nor across a launch command pasted after the error (a relaunch
+    as likely as the same run's)."""
     at, last = scanner.stage, len(scanner.startups) - 1
     if at not in ("startup", "cudagraph") or scanner.stage_at is None:
         return
     for r in records:
         if (r.startup == last and r.stage is None and r.kind in ("exception", "inner") and r.line is not None
-                and r.line < scanner.stage_at[0] and stage(r.cues) is None):
+                and r.line < scanner.stage_at[0] and stage(r.cues) is None
+                and not (scanner.launched_at is not None and scanner.launched_at > r.line)):
             r.stage, r.stage_at = at, scanner.stage_at
 
 

@@ -286,6 +286,7 @@ class Scanner:
         self.says_kv: Fact | None = None  # "insufficient KV cache memory", in the person's words
         self.says_wake: Fact | None = None  # the person says the OOM came when sleep mode woke up
         self.said: list[tuple[str, Fact]] = []  # (entry, fact) from _SAYS_LINES
+        self.launched_at: int | None = None  # the last line launching the server (a `vllm serve` command)
 
     @property
     def current(self) -> Startup:
@@ -411,6 +412,8 @@ class Scanner:
                         cur.kv_sized = False
                     elif step == "KV cache sized":
                         cur.kv_sized = True
+                    elif step == "server launched":
+                        self.launched_at = lineno
                     break
         if any(g in text for g in _NUMBER_GATES):
             for name, gate, rx in _NUMBER_RES:

@@ -176,3 +176,6 @@ def test_an_error_pasted_above_a_start_up_that_went_on_tells_no_stage():
     # a later start-up (a relaunch) is not the error's start-up
     report, m = top(f"{BARE_OOM}\nINFO 07-11 13:40:00 api_server.py:177] vLLM API server version 0.5.1\n{CAPTURE}\n")
     assert m.confidence == "likely"
+    # nor across a launch command pasted after it (a relaunch as likely as the same run)
+    report, m = top(f"{BARE_OOM}\nvllm serve /models/x --port 8000\n{LOADING}\n{CAPTURE}\n")
+    assert m.confidence == "likely"

@@ -70,8 +70,9 @@ def signature_check(sig: Signature, atlas: Atlas | None) -> str:
     found, items = shown
     newest = max(found)
     version = atlas.releases[newest]
-    holder = next((it for it in items if it.line_at(newest) is not None), None) \
-        or next((it for it in items if newest in it.indexes), None)
+    # the raise or log call that prints it (a plain piece joined into it only when none is known)
+    ranked = sorted((it for it in items if newest in it.indexes), key=lambda it: not it.role)
+    holder = next((it for it in ranked if it.line_at(newest) is not None), None) or next(iter(ranked), None)
     text = f"checked against vLLM's code, releases {spans(found, atlas.releases)}"
     if holder is None:
         return text

@@ -59,6 +59,32 @@ def wider_than_the_phone(driver) -> dict | None:
     return got if got["scrollWidth"] > got["viewport"] else None
 
 
+# A table that scrolls inside its own box keeps the page within the phone, but the columns past its
+# right edge are out of sight: on the home page and the entry pages (tables of our own making) none may.
+_CUT_TABLES_JS = r"""
+return [...document.querySelectorAll("article table, article .md-typeset__table, article .md-typeset__scrollwrap")]
+  .filter(t => t.scrollWidth > t.clientWidth + 1)
+  .map(t => ({scrollWidth: t.scrollWidth, clientWidth: t.clientWidth,
+              text: (t.querySelector("th, td") || t).textContent.trim().slice(0, 40)}));
+"""
+
+
+def tables_cut_off(driver) -> list[dict]:
+    """The tables of the loaded page whose columns run past their own box (sideways scroll)."""
+    return driver.execute_script(_CUT_TABLES_JS)
+
+
+def test_the_measurement_sees_a_table_cut_off_at_the_right(phone):
+    """The instrument: the home page's tables fit; a table with a 600 px cell is reported."""
+    base, driver = phone
+    driver.get(base)
+    assert driver.find_elements("css selector", "article .md-typeset__table")
+    assert tables_cut_off(driver) == []
+    driver.execute_script("document.querySelector('article .md-typeset__table td').innerHTML ="
+                          " '<div style=\"width: 600px\">x</div>'")
+    assert len(tables_cut_off(driver)) == 1
+
+
 def test_the_measurement_sees_a_page_that_is_too_wide(phone):
     """The instrument itself: a 600 px element on a 390 px page is reported, with the element."""
     base, driver = phone
@@ -78,12 +104,15 @@ def test_no_page_is_wider_than_a_phone(phone, site, entries):
     if (site / "fit" / "index.html").exists():
         required.add("fit/")
     assert required <= set(pages), sorted(required - set(pages))
-    wide = {}
+    wide, cut = {}, {}
     for page in pages:
         driver.get(base + page)
         if got := wider_than_the_phone(driver):
             wide[page or "/"] = (got["scrollWidth"], got["offenders"][:4])
+        if (page == "" or page.startswith("errors/")) and (tables := tables_cut_off(driver)):
+            cut[page or "/"] = tables
     assert not wide, f"pages wider than {WIDTH} px (scrollWidth, elements past the right edge): {wide}"
+    assert not cut, f"tables whose columns run past a {WIDTH} px phone's screen (they scroll sideways): {cut}"
 
 
 def test_the_diagnose_page_with_an_answer_fits_a_phone(phone):

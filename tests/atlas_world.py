@@ -121,11 +121,19 @@ class SchedulerConfig:
             raise ValueError(f"max_num_batched_tokens ({self.n}) must be at least max_num_seqs ({self.m}).")
 '''
 
+# a wrapper whose value is another message (the worker's error inside the quotes), in both releases
+EXECUTOR = '''
+def collective_rpc(result):
+    raise RuntimeError(f"Worker failed with error '{result}', please check the stack trace above for the root cause")
+'''
+
 RELEASES = {
     "0.1.0": {"vllm/engine/arg_utils.py": ARGS_010, "vllm/envs.py": ENVS_010, "vllm/entrypoints/llm.py": LLM,
-              "vllm/worker/worker.py": WORKER_010, "vllm/sched.py": CHECK_010},
+              "vllm/worker/worker.py": WORKER_010, "vllm/sched.py": CHECK_010,
+              "vllm/executor.py": EXECUTOR},
     "0.2.0": {"vllm/engine/arg_utils.py": ARGS_020, "vllm/config.py": CONFIG_020, "vllm/envs.py": ENVS_020,
-              "vllm/entrypoints/llm.py": LLM, "vllm/worker/worker.py": WORKER_020, "vllm/sched.py": CHECK_020},
+              "vllm/entrypoints/llm.py": LLM, "vllm/worker/worker.py": WORKER_020, "vllm/sched.py": CHECK_020,
+              "vllm/executor.py": EXECUTOR},
 }
 
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from atlas_world import build
-from kvkb.atlas.check import check_entry
+from kvkb.atlas.check import check_entry, explained
 from kvkb.entry import Entry
 
 BASE = yaml.safe_load((Path(__file__).parent / "data" / "broken-entries" / "ok-baseline.yaml").read_text())
@@ -153,3 +153,16 @@ def test_a_pydantic_config_prints_the_same_text_as_a_validation_error(atlas):
     # a plain ValueError claimed where pydantic prints it: the range is wrong
     [(code, _, msg)] = problems(make([{**plain, "versions": ">=0.1.0"}, wrapped]), atlas)
     assert code == "KB070" and "not printed by 0.2.0 inside it" in msg
+
+
+def test_a_message_inside_a_value_lends_the_wrapper_neither_its_exception_nor_its_line(atlas):
+    # the wrapper's '{error}' holds 0.1.0's ValueError text: that literal is no piece of the wrapper
+    wrapper = "Worker failed with error '{error}', please check the stack trace above for the root cause"
+    w = {**sig(wrapper, ">=0.1.0", exception="RuntimeError"),
+         "samples": [f"RuntimeError: Worker failed with error '{OLD}', please check the stack trace above for the root cause"]}
+    found, items = explained(make([w]).signatures[0], atlas)
+    assert found == {0, 1} and [it.file for it in items] == ["vllm/executor.py"]
+    assert problems(make([w]), atlas) == []
+    # a wrapper said to be a ValueError is wrong although the message inside it is one
+    [(code, _, msg)] = problems(make([{**w, "exception": "ValueError"}]), atlas)
+    assert code == "KB071" and "raises it as RuntimeError (0.2.0 vllm/executor.py:3)" in msg

@@ -178,6 +178,9 @@ def explain(atlas: Atlas, sample: str, template: str | None = None,
             continue
         if _uncovered(message, required, spans) <= MAX_UNEXPLAINED * size:
             releases.add(r)
-    used = tuple(sorted({it for it, _ in pieces if it.indexes & releases},
+    # a piece found only inside a value (the message within "Worker failed with error '{error}'") explains
+    # none of the wording: it is not one of the literals that print it
+    used = tuple(sorted({it for it, spans in pieces if it.indexes & releases
+                         and any(required[i] for a, b in spans for i in range(a, b))},
                         key=lambda it: -len(it.text.replace(WILD, ""))))
     return Explained(frozenset(releases), used)

@@ -151,7 +151,9 @@ def _find_name(atlas: Atlas, args) -> int:
         print(f"  versions: \"{versions_string(held, atlas.releases)}\"")
         if what != "flag":
             for it in sorted(items, key=lambda it: min(it.indexes)):
-                print(f"  default {it.default or '(none)'}: {spans(it.indexes, atlas.releases)}")
+                default = ("unknown (read outside envs.py)" if it.default == "?" and what == "variable"
+                           else it.default or "(none)")
+                print(f"  default {default}: {spans(it.indexes, atlas.releases)}")
     if not found:
         shown = args.flag or args.env or args.arg
         print(f"no vLLM release {atlas.releases[0]}–{atlas.releases[-1]} has {shown}", file=sys.stderr)

@@ -69,6 +69,22 @@ return [...document.querySelectorAll("article table, article .md-typeset__table,
 """
 
 
+# What a reader opens: every collapsed block (details: the exact lines, the run logs) and every
+# content tab (CLI / Python / env), drawn at once so their contents are measured too.
+_OPEN_ALL_JS = r"""
+document.querySelectorAll("details").forEach(d => { d.open = true; });
+const style = document.createElement("style");
+style.textContent = ".md-typeset .tabbed-set > .tabbed-content > .tabbed-block { display: block !important; }";
+document.head.appendChild(style);
+return document.querySelectorAll("details, .tabbed-block").length;
+"""
+
+
+def open_everything(driver) -> int:
+    """Open every collapsed block and show every tab of the loaded page; how many there were."""
+    return driver.execute_script(_OPEN_ALL_JS)
+
+
 def tables_cut_off(driver) -> list[dict]:
     """The tables of the loaded page whose columns run past their own box (sideways scroll)."""
     return driver.execute_script(_CUT_TABLES_JS)
@@ -96,6 +112,21 @@ def test_the_measurement_sees_a_page_that_is_too_wide(phone):
     assert got and got["scrollWidth"] >= 600 - 20 and any(o["el"].startswith("div#too-wide") for o in got["offenders"]), got
 
 
+def test_the_measurement_sees_inside_collapsed_blocks_and_hidden_tabs(phone, entries):
+    """Opened, a collapsed block's or a hidden tab's too-wide content is measured; closed, it is not."""
+    base, driver = phone
+    driver.get(f"{base}errors/{SHOT_ENTRY if SHOT_ENTRY in entries else sorted(entries)[0]}/")
+    assert wider_than_the_phone(driver) is None
+    driver.execute_script("for (const box of [document.querySelector('details:not([open])'),"
+                          " document.querySelector('.tabbed-block:not(:first-child)')]) {"
+                          " const d = document.createElement('div'); d.style.width = '600px'; d.className = 'too-wide';"
+                          " d.textContent = 'x'; box.appendChild(d); }")
+    assert wider_than_the_phone(driver) is None  # both are out of sight
+    assert open_everything(driver) >= 2
+    got = wider_than_the_phone(driver)
+    assert got and sum(o["el"] == "div.too-wide" for o in got["offenders"]) == 2, got
+
+
 def test_no_page_is_wider_than_a_phone(phone, site, entries):
     base, driver = phone
     pages = site_pages(site)
@@ -109,6 +140,8 @@ def test_no_page_is_wider_than_a_phone(phone, site, entries):
         driver.get(base + page)
         if got := wider_than_the_phone(driver):
             wide[page or "/"] = (got["scrollWidth"], got["offenders"][:4])
+        if open_everything(driver) and (got := wider_than_the_phone(driver)):
+            wide[f"{page or '/'} (opened)"] = (got["scrollWidth"], got["offenders"][:4])
         if (page == "" or page.startswith("errors/")) and (tables := tables_cut_off(driver)):
             cut[page or "/"] = tables
     assert not wide, f"pages wider than {WIDTH} px (scrollWidth, elements past the right edge): {wide}"

@@ -15,6 +15,7 @@ from . import fill, read
 from .evidence import Fact, Hint, Scanner, hints, host_facts
 from .literal import walk
 from .logsites import Sites, site_of, stated_release
+from .normalize import Lazy
 from .score import Table, meaning_differs
 from .segment import Record, parse, segment, segment_parsed, split_lines, stage
 
@@ -503,8 +504,13 @@ class Matcher:
                 m.fix, m.fix_forms, m.notes = None, {}, {}
         likely: list[Match] = []
         if root is None:
+            cut_line = self._cut_line(records, scanner)
+            if cut_line is not None and not_memory is not None and not_memory.line == cut_line.line_no:
+                not_memory = None  # the error the paste stops in is this entry's, not another one
             values = scanner.values() | fill.context_values(_context_text(context, last))
             likely = self._from_evidence(scanner, not_memory is not None, global_stage, values)
+            if cut_line is not None:
+                likely = [cut_line] + [m for m in likely if m.id != cut_line.id]
             for m in likely:
                 if m.confidence == "possible":
                     if m.id not in possible or possible[m.id].score < m.score:
@@ -529,6 +535,41 @@ class Matcher:
             shown = shown or next((r for r in records if r.level not in ("INFO", "DEBUG")), None)
             report.new_issue_url = new_issue_url(shown.norm if shown else "", shown.text if shown else "")
         return report
+
+    def _cut_line(self, records: list[Record], scanner: Scanner) -> Match | None:
+        """The paste stops in the middle of its error line ("RuntimeError: UVA is", "ray.exceptions.OutOfMe"):
+        the words it got to are how exactly one entry's wording begins (the class and the start of the
+        message, or the start of a qualified class name). Likely, never confident: the rest of the line
+        could still say something else."""
+        rec = next((r for r in reversed(records) if r.line is not None), None)
+        if rec is None or scanner.last_at != (rec.joins[-1][1] if rec.joins else rec.line):
+            return None
+        if rec.kind in ("exception", "inner") and rec.type:
+            head = rec.norm.strip()
+            if len(head) < CUT_LINE_MIN or not any(len(w) >= 3 and w.isalpha() for w in head.split()):
+                return None
+            short = rec.type.rsplit(".", 1)[-1]
+            hits = [i for i, sg in enumerate(self.table.sigs) if sg.get("exception") and
+                    sg["exception"].rsplit(".", 1)[-1] == short and len(sg["norm"]) > len(head) and sg["norm"].startswith(head)]
+            says = f"the paste stops inside this line: '{rec.type}: {rec.message.strip()}' is how this entry's wording begins"
+        elif _CUT_CLASS_RE.match(rec.message.strip()):
+            head = rec.message.strip()
+            hits = [i for i, sg in enumerate(self.table.sigs) if sg.get("exception") and
+                    len(sg["exception"]) > len(head) and sg["exception"].startswith(head)]
+            says = f"the paste stops inside this line: '{head}' is how this entry's exception class begins"
+        else:
+            return None
+        entries = {self.table.sigs[i]["entry"] for i in hits}
+        if len(entries) != 1:
+            return None  # no entry's wording begins so, or several do: the cut says nothing
+        si = hits[0]
+        entry = self.entries[self.table.sigs[si]["entry"]]
+        m = self._build(rec, entry, si, POSSIBLE, False, None, stage(rec.cues) or rec.stage, None)
+        m.startup = rec.startup
+        m.confidence = "likely"
+        m.evidence = [Fact(rec.line, rec.text, says + ", and no other entry's does"),
+                      Fact(None, "", "the line is cut: paste the whole error line to tell")]
+        return m
 
     @staticmethod
     def _fuzzy_budget(records: list[Record]) -> set[int]:
@@ -674,6 +715,10 @@ class Matcher:
                 best = values
         return fill.clean_params(best)
 
+
+CUT_LINE_MIN = 6  # characters of a cut error message that must be there to say whose wording it begins
+# a qualified exception class cut mid-name (`ray.exceptions.OutOfMe`): a dotted module path, then the start of a class
+_CUT_CLASS_RE = Lazy(r"^[a-z_][\w]*(?:\.[a-z_]\w*)*\.[A-Z]\w{2,}$")
 
 _COMMON_WORDS = {"this", "that", "with", "what", "from", "when", "were", "which", "there", "their", "sends", "says",
                  "process", "memory", "engine", "worker", "error"}

@@ -125,6 +125,14 @@ def strip_prefixes_shaped(line: str) -> tuple[str, str | None, tuple]:
     stripped: a tag's own text, "~N" for a stamp of kind N, "!" for a record header (see _PREFIXES)."""
     level = None
     shape: list[str] = []
+    if line[:1] in " \t":
+        # a log indented as a whole (a markdown list item, a quote, an indented code block): the record
+        # header under the indent is still the log's own (a source line never carries "ERROR 06-16 ...")
+        bare = line.lstrip(" \t")
+        if bare and _PREFIX_HINT.match(bare):
+            got = strip_prefixes_shaped(bare)
+            if got[1] is not None and "!" in got[2]:
+                return got
     while line and _PREFIX_HINT.match(line):
         for k, (kind, rx) in enumerate(_PREFIXES):
             m = rx.match(line)

@@ -1,0 +1,94 @@
+"""Pastes cut before (or inside) their error line: what kbmatch still reads from them.
+
+Each test here is about one mechanism (an indented log, an error line cut mid-word, the accelerator
+a cut traceback runs on, the code a cut traceback stops in); each fails without it.
+"""
+
+from __future__ import annotations
+
+from kvkb.matcher.normalize import strip_prefixes_shaped
+
+from matcher_helpers import matcher
+
+
+def first(text: str) -> tuple[str | None, str | None]:
+    """(id, confidence) of the first answer kbmatch shows."""
+    report = matcher().match(text)
+    return (report.matches[0].id, report.matches[0].confidence) if report.matches else (None, None)
+
+
+def shown(text: str) -> list[tuple[str, str]]:
+    return [(m.id, m.confidence) for m in matcher().match(text).matches]
+
+
+# --- an indented log keeps its record headers ------------------------------------------------------
+
+
+def test_an_indented_log_line_keeps_its_header():
+    line = "  (EngineCore pid=1332) ERROR 06-16 07:42:55 [core.py:1138]   File \".../vllm/v1/core/sched/scheduler.py\", line 467, in schedule"
+    content, level, shape = strip_prefixes_shaped(line)
+    assert level == "ERROR" and content.startswith("  File ") and "!" in shape
+
+
+def test_an_indented_source_line_is_not_a_header():
+    line = "    (a, b) = self.step_fn()"
+    assert strip_prefixes_shaped(line) == (line, None, ())
+
+
+def test_an_indented_cut_traceback_is_read_as_one():
+    # a log pasted as a markdown list item: every line indented by two spaces
+    log = "\n".join("  " + ln for ln in [
+        "(EngineCore pid=1332) ERROR 06-16 07:42:55 [core.py:1138] EngineCore encountered a fatal error.",
+        "(EngineCore pid=1332) ERROR 06-16 07:42:55 [core.py:1138] Traceback (most recent call last):",
+        '(EngineCore pid=1332) ERROR 06-16 07:42:55 [core.py:1138]   File ".../vllm/v1/engine/core.py", line 471, in step_with_batch_queue',
+        "(EngineCore pid=1332) ERROR 06-16 07:42:55 [core.py:1138]     scheduler_output = self.scheduler.schedule()",
+        '(EngineCore pid=1332) ERROR 06-16 07:42:55 [core.py:1138]   File ".../vllm/v1/core/sched/scheduler.py", line 467, in schedule',
+        "(EngineCore pid=1332) ERROR 06-16 07:42:55 [core.py:1138]",
+    ])
+    report = matcher().match(log)
+    assert report.truncated
+    got = [m for m in report.matches if m.confidence == "likely"]
+    assert got and any("schedule" in f.text for f in got[0].evidence)
+
+
+# --- the paste stops inside its error line ----------------------------------------------------------
+
+
+def test_an_error_message_cut_mid_line_names_the_one_entry_it_begins():
+    text = ("When running vLLM on WSL2, engine initialization consistently fails with:\n\n"
+            "RuntimeError: UVA is\n")
+    eid, conf = first(text)
+    assert (eid, conf) == ("cpu-offload-requires-pinned-memory", "likely")
+    m = matcher().match(text).matches[0]
+    assert m.evidence[0].line == 3 and "begins" in m.evidence[0].says
+    assert matcher().match(text).not_memory is None
+
+
+def test_a_qualified_class_cut_mid_name_names_its_entry():
+    text = "\n".join([
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3.8/dist-packages/vllm/engine/async_llm_engine.py", line 220, in _run_workers_async',
+        "    all_outputs = await asyncio.gather(*all_outputs)",
+        '  File "/usr/lib/python3.8/asyncio/tasks.py", line 695, in _wrap_awaitable',
+        "    return (yield from awaitable.__await__())",
+        "ray.exceptions.OutOfMe",
+    ])
+    assert first(text) == ("ray-memory-monitor-kill", "likely")
+
+
+def test_a_cut_line_that_several_entries_begin_with_says_nothing():
+    # "CUDA out of memory" begins the wording of the start-up, capture and serving entries alike
+    text = "some output\ntorch.OutOfMemoryError: CUDA out of mem"
+    assert all(m.id != "cuda-oom-during-startup" or m.confidence != "likely" or
+               "begins" not in m.evidence[0].says for m in matcher().match(text).matches)
+
+
+def test_a_whole_error_line_is_not_a_cut_one():
+    # the line ends the paste but is complete: no entry's wording is longer and begins with it
+    text = "RuntimeError: UVA is not available for this thing at all"
+    assert all("begins" not in m.evidence[0].says for m in matcher().match(text).matches)
+
+
+def test_a_cut_line_above_more_log_is_not_where_the_paste_stops():
+    text = "RuntimeError: UVA is\nINFO 10-16 20:27:43 registry.py:424] something else"
+    assert all("begins" not in (m.evidence[0].says if m.evidence else "") for m in matcher().match(text).matches)

@@ -95,3 +95,17 @@ def test_an_entry_page_renders_its_tabs_and_badges(served, entries):
     assert not driver.find_elements(By.XPATH, "//p[starts-with(normalize-space(.), '!!!') or starts-with(normalize-space(.), '===')]"), \
         "admonition or tab markup leaked into the page as text"
     browser.screenshot(driver, ARTIFACTS / f"page-{eid}.png")
+
+
+def test_short_title_id_and_a_query_ending_in_a_number_find_their_entry(served, entries):
+    """In the page's own search: an entry's short title (the navigation's name for it), its id (the
+    URL, kbmatch's name) and a paste cut after a number ("2*" stays a prefix: lunr's token set
+    used to throw on it, javascripts/lunr-tokenset-fix.js) each list the entry in the top 3."""
+    base, driver = served
+    eid = "nccl-cuda-out-of-memory" if "nccl-cuda-out-of-memory" in entries else sorted(entries)[0]
+    driver.get_log("browser")  # start from an empty console
+    for query in (entries[eid].short_title, eid, "Cuda failure 2"):
+        results = [r.removeprefix(base) for r in browser.search(driver, base, query)]
+        assert f"errors/{eid}/" in results[:3], (query, results[:5])
+    invalid = [e["message"] for e in driver.get_log("browser") if "Invalid query" in e.get("message", "")]
+    assert not invalid, invalid

@@ -104,7 +104,15 @@ FRAME_HINTS = (
      ("oom:serving",), "the traceback is inside a model step while serving"),
     (("_schedule", "_schedule_running", "_preempt", "_swap_out", "_schedule_default"), "possible",
      ("cpu-swap-space-exhausted", "no-free-blocks-internal"), "the traceback is inside the V0 scheduler"),
+    # PyTorch's own code putting the model's tensors on the device (Module.to / .cuda() / .xpu() run
+    # _apply, which runs convert: `t.to(device, ...)` per parameter): a device allocation at load time,
+    # with no vLLM frame below it to say more (Scanner.deepest names these frames TORCH_MOVE)
+    (("Module.to",), "likely", ("oom:startup",),
+     "the traceback is inside PyTorch moving the model's weights onto the device (Module.to -> _apply -> convert)"),
 )
+TORCH_MOVE = "Module.to"
+# (file, functions): PyTorch's frames that copy a module's tensors onto the device
+_TORCH_MOVE_FRAMES = (("torch/nn/modules/module.py", ("_apply", "convert", "to", "cuda", "xpu", "npu", "to_empty")),)
 _HINT_FUNCS = {f: h for h in FRAME_HINTS for f in h[0]}
 # Host RAM ran out and something killed the engine or a worker: the kernel's OOM killer, Kubernetes,
 # Ray's memory monitor (strong), or a bare SIGKILL (weak: a person can kill -9 too; it counts only
@@ -154,13 +162,14 @@ TPU_SPACE_ENTRY = "tpu-smem-vmem-exhausted"
 # PyTorch's out-of-memory error differs per device, so the device picks the entry
 _LOG_DEVICE_RE = Lazy(
     r"(?P<npu>vllm[_-]ascend|torch_npu|\bNPUs?\b|\bnpu\b|\bAscend|(?<![0-9])910[BbCc]\d?(?![0-9A-Za-z])|\bAtlas \d{3}|NZ format)"
-    r"|(?P<xpu>\bXPUs?\b|\bxpu\b|_xpu_|intel_extension_for_pytorch|\bipex\b|ipex[-_]llm|Intel\(R\) Arc|\bArc (?:A\d{3}|Pro|B\d{2})|level_zero)"
+    r"|(?P<xpu>\bXPUs?\b|\bxpu\b|_xpu_|intel_extension_for_pytorch|\bipex\b|ipex[-_]llm|Intel\(R\) Arc|\bArc (?:A\d{3}|Pro|B\d{2})|level_zero"
+    r"|\b[Ii]ntel[-_ ]?[Gg][Pp][Uu]s?\b)"
     r"|(?P<hpu>[Hh]abana|\bGaudi|\bHPUs?\b|\bhpu\b|synStatus|vllm[_-]gaudi|PT_HPU)"
     r"|(?P<tpu>torch_xla|\bTPUs?\b|\btpu\b|libtpu|tpu_inference)")
 
 # literals one of which every _LOG_DEVICE_RE match holds (a bare lowercase word after a non-letter:
 # "input" and "output" hold "npu" and "tpu"); searched first, since most lines name no device
-_DEVICE_GATE_RE = Lazy(r"NPU|XPU|HPU|TPU|xpu|scend|910|Atlas|NZ format|ipex|Arc |level_zero|abana|audi|synStatus|xla"
+_DEVICE_GATE_RE = Lazy(r"NPU|XPU|HPU|TPU|xpu|scend|910|Atlas|NZ format|ipex|Arc |level_zero|abana|audi|synStatus|xla|ntel[-_ ]?[Gg][Pp][Uu]"
                        r"|torch_npu| npu|npu:|'npu|hpu_|_hpu| hpu|tpu_|libtpu| tpu")
 
 # A worker that reports the method it was running when it failed (V0's multiproc workers, the
@@ -287,6 +296,8 @@ class Scanner:
         self.says_wake: Fact | None = None  # the person says the OOM came when sleep mode woke up
         self.said: list[tuple[str, Fact]] = []  # (entry, fact) from _SAYS_LINES
         self.launched_at: int | None = None  # the last line launching the server (a `vllm serve` command)
+        self._tags_seen: set[str] = set()  # launcher tags already read for a device name
+        self._dump = False  # inside a faulthandler dump's frames ("Current thread ... (most recent call first)")
 
     @property
     def current(self) -> Startup:
@@ -299,11 +310,26 @@ class Scanner:
     def feed(self, parsed: list[tuple]) -> list[tuple]:
         """Per line: (start-up, stage, step, (line, text) of the milestone that set the stage)."""
         out = []
-        for lineno, content, level, _prefixed, fence in parsed:
+        for lineno, content, level, prefixed, fence in parsed:
+            if prefixed:
+                self._tags(prefixed)
             if not fence and content:
                 self._line(lineno, content, level)
             out.append((len(self.startups) - 1, self.stage, self.step, self.stage_at))
         return out
+
+    def _tags(self, shape: tuple) -> None:
+        """A launcher's tag names the accelerator (a docker-compose service `intel-gpu-vllm  |`, a pod
+        `[pod/vllm-ascend-0/vllm]`): counted once per tag, as one line naming it."""
+        for part in shape:
+            if part[:1] in "!~" or part in self._tags_seen:
+                continue
+            if len(self._tags_seen) < 64:
+                self._tags_seen.add(part)
+            if _DEVICE_GATE_RE.search(part):
+                dev = _LOG_DEVICE_RE.search(part.replace("-", " ").replace("_", " ")) or _LOG_DEVICE_RE.search(part)
+                if dev:
+                    self.devices[dev.lastgroup] = self.devices.get(dev.lastgroup, 0) + 1
 
     def _line(self, lineno: int, content: str, level: str | None) -> None:
         stripped = content.strip()
@@ -317,6 +343,16 @@ class Scanner:
             if dev:
                 self.devices[dev.lastgroup] = self.devices.get(dev.lastgroup, 0) + 1
         frame = _FRAME_RE.match(content)
+        if self._dump:
+            # Python's faulthandler dump (a segfault, an abort): its frames follow the crash it reports,
+            # innermost first; it is no traceback cut before its exception line
+            if frame is not None:
+                return
+            self._dump = False
+        if "most recent call first" in stripped:
+            self._dump = True
+            self.open_tb = None
+            return
         if frame is None and stripped.startswith("File ") and ", in " in stripped:
             frame = _IPY_FRAME_RE.match(stripped)
             self._ipython = frame is not None
@@ -486,9 +522,21 @@ class Scanner:
         return out
 
     def deepest(self) -> tuple[int, str, str] | None:
-        """The deepest frame of the last traceback that names a function we know something about."""
+        """The deepest frame of the last traceback that names a function we know something about.
+        PyTorch's frames that move a module onto the device count as TORCH_MOVE."""
         for frame in reversed(self.last_tb):
             if frame[1] in _HINT_FUNCS or (frame[1] in self._called and _vllm_frame(frame[2])):
+                return frame
+            if any(frame[1] in funcs and path in frame[2].replace("\\", "/") for path, funcs in _TORCH_MOVE_FRAMES):
+                return (frame[0], TORCH_MOVE, frame[2])
+        return None
+
+    def compute_frame(self) -> tuple[int, str, str] | None:
+        """The deepest frame of the last traceback in vLLM's model code (a model's, a layer's or an
+        attention op's function) when no frame is one the callee table knows: the model's forward pass."""
+        for frame in reversed(self.last_tb):
+            path = frame[2].replace("\\", "/")
+            if "vllm" in path and any(p in path for p in _COMPUTE_PATHS):
                 return frame
         return None
 
@@ -539,6 +587,9 @@ _DEVICE_PATHS = ((("vllm_ascend", "torch_npu", "npu_worker", "npu_model_runner")
                  (("xpu_worker", "xpu_model_runner", "intel_extension_for_pytorch", "/xpu/"), "xpu"),
                  (("habana", "hpu_worker", "hpu_model_runner", "vllm_gaudi"), "hpu"),
                  (("torch_xla", "tpu_worker", "tpu_model_runner", "tpu_inference"), "tpu"))
+# vLLM's files that run the model's forward pass (the model, its layers, the attention ops)
+_COMPUTE_PATHS = ("/model_executor/models/", "/model_executor/layers/", "/attention/", "/v1/attention/")
+FORWARD = "forward"  # the callee table's entry for the model's forward methods
 HOST_MEMORY = "category:host-memory"  # resolved by the engine to the host-memory entries that fit best
 
 
@@ -876,6 +927,14 @@ def hints(sc: Scanner, visible_error: bool, stage_entries: dict | None = None) -
                 eid = stage_oom(sc, stage_entries, eid[4:]) or eid
             out.append(Hint(eid, tier, facts, rank - 0.1 * k))
     elif sc.last_raise is None and not out:
-        out.extend(phase_hints(sc, stage_entries))
+        compute = sc.compute_frame()
+        if compute is not None and compute[1] != "__init__" and sc._called.get(FORWARD) and cut is not None:
+            # a function of the model's forward pass the table does not name (an attention op's wrapper):
+            # what the model's forward methods can raise, and PyTorch's OOM of the stage
+            where = compute[2].rsplit("/", 1)[-1]
+            says = f"the paste stops inside {compute[1]} ({where}), part of the model's forward pass: the code it calls"
+            out.extend(_callee_hints(sc, compute, where, cut, stage_entries, dict(sc._called[FORWARD]), None, says))
+        if not out:
+            out.extend(phase_hints(sc, stage_entries))
     out.sort(key=lambda h: -h.rank)
     return out

@@ -92,3 +92,84 @@ def test_a_whole_error_line_is_not_a_cut_one():
 def test_a_cut_line_above_more_log_is_not_where_the_paste_stops():
     text = "RuntimeError: UVA is\nINFO 10-16 20:27:43 registry.py:424] something else"
     assert all("begins" not in (m.evidence[0].says if m.evidence else "") for m in matcher().match(text).matches)
+
+
+# --- the accelerator a cut traceback runs on ---------------------------------------------------------
+
+MOVE_TB = [
+    "Traceback (most recent call last):",
+    '  File "/usr/local/lib/python3.11/dist-packages/torch/nn/modules/module.py", line 810, in _apply',
+    "    module._apply(fn)",
+    '  File "/usr/local/lib/python3.11/dist-packages/torch/nn/modules/module.py", line 1158, in convert',
+    "    return t.to(device, dtype if t.is_floating_point() or t.is_complex() else None, non_blocking)",
+]
+
+
+def test_a_cut_traceback_moving_the_weights_onto_the_device_is_the_startup_oom():
+    got = shown("\n".join(MOVE_TB))
+    assert got[0] == ("cuda-oom-during-startup", "likely")
+    m = matcher().match("\n".join(MOVE_TB)).matches[0]
+    assert "Module.to" in m.evidence[0].says and m.evidence[0].line == 4
+
+
+def test_a_launchers_tag_names_the_accelerator():
+    # docker compose prefixes every line with the service's name; "intel-gpu" is an Intel GPU: an XPU
+    text = "\n".join(f"intel-gpu-vllm  | ERROR 12-20 00:16:06 worker_base.py:464] {ln}" for ln in MOVE_TB)
+    got = shown(text)
+    assert got[0] == ("xpu-out-of-memory", "likely")
+
+
+def test_a_tag_without_a_device_keeps_cuda():
+    text = "\n".join(f"vllm-service  | ERROR 12-20 00:16:06 worker_base.py:464] {ln}" for ln in MOVE_TB)
+    assert shown(text)[0] == ("cuda-oom-during-startup", "likely")
+
+
+def test_intel_gpu_in_words_is_an_xpu_not_a_xeon():
+    from kvkb.matcher.evidence import _LOG_DEVICE_RE
+
+    assert _LOG_DEVICE_RE.search("running on an Intel GPU (Arc)").lastgroup == "xpu"
+    assert _LOG_DEVICE_RE.search("Intel(R) Xeon(R) Platinum 8480+") is None
+
+
+def test_an_ascend_frame_makes_the_cut_kv_allocation_the_npu_oom():
+    text = "\n".join([
+        "ERROR 02-07 18:18:59 [multiproc_executor.py:824] WorkerProc hit an exception.",
+        "ERROR 02-07 18:18:59 [multiproc_executor.py:824] Traceback (most recent call last):",
+        'ERROR 02-07 18:18:59 [multiproc_executor.py:824]   File "/usr/lib/python3.11/site-packages/vllm/v1/worker/worker_base.py", line 320, in initialize_from_config',
+        "ERROR 02-07 18:18:59 [multiproc_executor.py:824]     self.worker.initialize_from_config(kv_cache_config)",
+        'ERROR 02-07 18:18:59 [multiproc_executor.py:824]   File "/vllm-workspace/vllm-ascend/vllm_ascend/worker/worker_v1.py", line 402, in initialize_from_config',
+        "ERROR 02-07 18:18:59 [multiproc_executor.py:824]     self.model_runner.initialize_kv_cache(kv_cache_config)",
+    ])
+    assert shown(text)[0] == ("npu-out-of-memory", "likely")
+
+
+# --- the code a cut traceback stops in -----------------------------------------------------------------
+
+COMPUTE_TB = [
+    "ERROR 03-20 17:39:14 [core.py:1100] Traceback (most recent call last):",
+    'ERROR 03-20 17:39:14 [core.py:1100]   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/attention/ops/vit_attn_wrappers.py", line 268, in vit_torch_sdpa_wrapper',
+    "ERROR 03-20 17:39:14 [core.py:1100]     return torch.ops.vllm.torch_sdpa_wrapper(",
+    'ERROR 03-20 17:39:14 [core.py:1100]   File "/usr/local/lib/python3.12/dist-packages/torch/_ops.py", line 1209, in __call__',
+    "ERROR 03-20 17:39:14 [core.py:1100]     return self._op(*args, **kwargs)",
+    'ERROR 03-20 17:39:14 [core.py:1100]   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/attention/ops/vit_attn_wrappers.py", line 236, in torch_sdpa_wrapper',
+    "ERROR 03-20 17:39:14 [core.py:1100]     output_i = apply_sdpa(q_i, k_i, v_i, scale=scale)",
+]
+
+
+def test_a_cut_traceback_in_the_models_forward_code_is_the_device_oom():
+    report = matcher().match("\n".join(COMPUTE_TB))
+    assert (report.matches[0].id, report.matches[0].confidence) == ("cuda-oom-during-startup", "likely")
+    assert "forward pass" in report.matches[0].evidence[0].says and report.matches[0].evidence[0].line == 6
+
+
+def test_a_faulthandler_dump_is_no_cut_traceback():
+    text = "\n".join([
+        "Fatal Python error: Segmentation fault",
+        "",
+        "Current thread 0x00007fcf597eb640 (most recent call first):",
+        '  File "/usr/local/lib/python3.10/dist-packages/flashinfer/decode.py", line 514 in begin_forward',
+        '  File "/usr/local/lib/python3.10/dist-packages/vllm/attention/backends/flashinfer.py", line 149 in begin_forward',
+    ])
+    report = matcher().match(text)
+    assert not report.truncated
+    assert not any(m.confidence in ("confident", "likely") for m in report.matches)

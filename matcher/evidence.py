@@ -129,6 +129,10 @@ _HOST_RES = (
      "Ray's memory monitor killed a worker: the node's RAM was above its threshold"),
     (Lazy(r"\bPID\s+MEM\(GB\)\s+COMMAND\b"), True,
      "Ray's memory monitor's table of the top memory users (PID MEM(GB) COMMAND): it prints it when it kills a worker for the node's RAM"),
+    # Ray's report of a worker that died without a word (SYSTEM_ERROR): first of the causes it lists is the
+    # kernel's OOM killer (its own memory monitor says "running low on memory" instead); one cause of several
+    (Lazy(r"killed by SIGKILL by OOM killer"), False,
+     "Ray says the worker process died, and names the kernel's OOM killer (SIGKILL for high memory usage) first among the causes"),
     (Lazy(r"^(?:\S+: line \d+: +\d+ )?Killed\b(?: +\S.*)?$|\bSIGKILL\b|signal 9\b|[Ee]xit ?[Cc]ode[:= ]*-9\b|exitcode[=: ]*-9\b"),
      False, "the process was killed with SIGKILL (signal 9), what the OOM killer sends"),
 )
@@ -501,7 +505,8 @@ class Scanner:
                 self.prose_stage = (m.lastgroup, Fact(lineno, text, f"the person says it happened {m.lastgroup and _PROSE_SAYS[m.lastgroup]}"))
         if "kv" in low and self.says_kv is None and _PROSE_KV_RE.search(text):
             self.says_kv = Fact(lineno, text, "the person says the KV cache had too little memory")
-        if "kill" in low and len(self.host) < 8 and _PROSE_KILL_RE.search(text) and _PROSE_MEM_RE.search(text):
+        if "kill" in low and len(self.host) < 8 and not (self.host and self.host[-1][0].line == lineno) \
+                and _PROSE_KILL_RE.search(text) and _PROSE_MEM_RE.search(text):
             self.host.append((Fact(lineno, text, "the person says the process was killed as memory ran out"), False))
 
     # --- what the facts say ---------------------------------------------------------------------

@@ -173,3 +173,18 @@ def test_a_faulthandler_dump_is_no_cut_traceback():
     report = matcher().match(text)
     assert not report.truncated
     assert not any(m.confidence in ("confident", "likely") for m in report.matches)
+
+
+# --- host memory --------------------------------------------------------------------------------------
+
+
+def test_rays_worker_died_report_names_the_kernels_oom_killer_first():
+    text = ("2023-10-30 06:14:35,574\tWARNING worker.py:2037 -- A worker died or was killed while executing a task by an "
+            "unexpected system error. Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a "
+            "connection error code 2. End of file. There are some potential root causes. (1) The process is killed by "
+            "SIGKILL by OOM killer due to high memory usage. (2) ray stop --force is called. (3) The worker is crashed "
+            "unexpectedly due to SIGSEGV or other unexpected errors.")
+    report = matcher().match(text)
+    top = report.matches[0]
+    assert (top.id, top.confidence) == ("host-oom-killer", "likely")
+    assert "Ray says" in top.evidence[0].says and not any(m.confidence == "confident" for m in report.matches)

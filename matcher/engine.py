@@ -421,7 +421,7 @@ class Matcher:
                     uncovered.append(rec)
             if (rec.kind in ("exception", "inner") and (rec.type or "").startswith("torch.")
                     and rec.short_type == "OutOfMemoryError" and (not ranked or ranked[0][1] < CUTOFF)):
-                m = self._oom_by_class(rec, global_stage, contexts, context, scanner.device())
+                m = self._oom_by_class(rec, global_stage, contexts, context, scanner.device(layout=False))
                 if m is not None:
                     if m.confident:
                         confident.setdefault(m.id, m)

@@ -302,6 +302,7 @@ class Scanner:
         self.launched_at: int | None = None  # the last line launching the server (a `vllm serve` command)
         self._tags_seen: set[str] = set()  # launcher tags already read for a device name
         self._dump = False  # inside a faulthandler dump's frames ("Current thread ... (most recent call first)")
+        self.gpu_platform = False  # "Automatically detected platform cuda/rocm."
 
     @property
     def current(self) -> Startup:
@@ -341,6 +342,8 @@ class Scanner:
             return
         self.last_at = lineno
         # an INFO line names the device where it reports the platform (most lines of a big log are INFO)
+        if "detected platform cuda" in stripped or "detected platform rocm" in stripped:
+            self.gpu_platform = True  # vLLM's own word that it runs on CUDA/ROCm
         if (level not in ("INFO", "DEBUG") or "platform" in stripped or "ccelerator" in stripped or "scend" in stripped) \
                 and _DEVICE_GATE_RE.search(stripped):
             dev = _LOG_DEVICE_RE.search(stripped)
@@ -554,12 +557,25 @@ class Scanner:
                     return device
         return None
 
-    def device(self) -> str | None:
-        """The accelerator the traceback's files name, else the one the log names most (none: CUDA/ROCm)."""
+    def device(self, layout: bool = True) -> str | None:
+        """The accelerator the traceback's files name, else the one the log names most, else the one whose
+        official container image lays vLLM out where the traceback's files are (none: CUDA/ROCm)."""
         dev = self.frame_device()
         if dev is None and self.devices:
             dev = max(sorted(self.devices), key=lambda d: self.devices[d])
+        if dev is None and layout and not self.gpu_platform:
+            dev = self.layout_device()  # only for 'likely' answers (engine's confident ones pass layout=False)
         return dev
+
+    def layout_device(self) -> str | None:
+        """The accelerator whose container image puts vLLM's source where the last traceback's files are
+        (vllm-ascend's images clone vLLM to /vllm-workspace/vllm and install it from there; vLLM's own
+        images install the wheel into site-packages). Weaker than any device the log names."""
+        for _, _, path in reversed(self.last_tb):
+            for part, device in _IMAGE_LAYOUTS:
+                if part in path:
+                    return device
+        return None
 
     def cut_failure(self) -> Fact | None:
         """The paste stops inside its failure: in a traceback before its exception line, or at an ERROR
@@ -592,6 +608,9 @@ _DEVICE_PATHS = ((("vllm_ascend", "torch_npu", "npu_worker", "npu_model_runner")
                  (("xpu_worker", "xpu_model_runner", "intel_extension_for_pytorch", "/xpu/"), "xpu"),
                  (("habana", "hpu_worker", "hpu_model_runner", "vllm_gaudi"), "hpu"),
                  (("torch_xla", "tpu_worker", "tpu_model_runner", "tpu_inference"), "tpu"))
+# where a platform's official container image installs vLLM's source (frames' paths): vllm-ascend's
+# Dockerfiles `git clone ... /vllm-workspace/vllm` and `pip install -e /vllm-workspace/vllm/`
+_IMAGE_LAYOUTS = (("/vllm-workspace/vllm/vllm/", "npu"),)
 # vLLM's files that run the model's forward pass (the model, its layers, the attention ops)
 _COMPUTE_PATHS = ("/model_executor/models/", "/model_executor/layers/", "/attention/", "/v1/attention/")
 FORWARD = "forward"  # the callee table's entry for the model's forward methods

@@ -188,3 +188,34 @@ def test_rays_worker_died_report_names_the_kernels_oom_killer_first():
     top = report.matches[0]
     assert (top.id, top.confidence) == ("host-oom-killer", "likely")
     assert "Ray says" in top.evidence[0].says and not any(m.confidence == "confident" for m in report.matches)
+
+
+# --- the container image the frames' paths come from ----------------------------------------------------
+
+ASCEND_IMAGE_TB = [
+    "ERROR 11-04 09:45:23 [core.py:588] EngineCore encountered a fatal error.",
+    "ERROR 11-04 09:45:23 [core.py:588] Traceback (most recent call last):",
+    'ERROR 11-04 09:45:23 [core.py:588]   File "/vllm-workspace/vllm/vllm/v1/engine/core.py", line 579, in run_engine_core',
+    "ERROR 11-04 09:45:23 [core.py:588]     engine_core.run_busy_loop()",
+    'ERROR 11-04 09:45:23 [core.py:588]   File "/vllm-workspace/vllm/vllm/v1/engine/core.py", line 606, in run_busy_loop',
+    "ERROR 11-04 09:45:23 [core.py:588]     self._process_engine_step()",
+]
+
+
+def test_vllm_installed_from_the_ascend_images_source_tree_is_an_npu():
+    report = matcher().match("\n".join(ASCEND_IMAGE_TB))
+    assert (report.matches[0].id, report.matches[0].confidence) == ("npu-out-of-memory", "likely")
+
+
+def test_the_image_layout_gives_way_to_vllms_own_platform_line():
+    text = "\n".join(["INFO 11-04 09:40:00 [__init__.py:216] Automatically detected platform cuda."] + ASCEND_IMAGE_TB)
+    assert matcher().match(text).matches[0].id == "cuda-oom-during-serving"
+
+
+def test_the_image_layout_never_decides_a_confident_answer():
+    from kvkb.matcher.evidence import Scanner
+    from kvkb.matcher.segment import parse
+
+    sc = Scanner()
+    sc.feed(parse([(i + 1, ln) for i, ln in enumerate(ASCEND_IMAGE_TB)]))
+    assert sc.device() == "npu" and sc.device(layout=False) is None

@@ -129,6 +129,7 @@ class Matcher:
         base = base_url or os.environ.get("KVKB_BASE_URL") or DEFAULT_BASE_URL
         self.base_url = base.rstrip("/") + "/"
         self._stage_ooms: dict[str, str] | None = None
+        self._meta: dict[str, tuple[bool, frozenset]] | None = None
         self._logsites: Sites | None = None
 
     @classmethod
@@ -177,6 +178,20 @@ class Matcher:
                 self._stage_ooms["device:" + d] = max(sorted(ids), key=lambda e: ids[e])
         return self._stage_ooms
 
+    def _entry_meta(self) -> dict[str, tuple[bool, frozenset]]:
+        """entry -> (any of its wordings is an exception (or a line that is no log record), the engines
+        its wordings are for): what a cut traceback's callee table keeps (evidence._cannot_end)."""
+        if self._meta is None:
+            raises: dict[str, bool] = {}
+            engines: dict[str, set] = {}
+            for sg in self.table.sigs:
+                eid = self.entries[sg["entry"]]["id"]
+                logged = not sg.get("exception") and sg.get("level") in ("INFO", "WARNING", "DEBUG")
+                raises[eid] = raises.get(eid, False) or not logged
+                engines.setdefault(eid, set()).add(sg.get("engine") or "any")
+            self._meta = {e: (raises[e], frozenset(engines[e])) for e in raises}
+        return self._meta
+
     def url(self, entry_id: str) -> str:
         return f"{self.base_url}errors/{entry_id}/"
 
@@ -195,6 +210,7 @@ class Matcher:
         kept = 0
         literal = self.table.literal_numbers
         scanner = Scanner(self.index.get("callees"))
+        scanner.entry_meta = self._entry_meta()
         release: list = [None]  # the vLLM release the paste states, once a log site needs it
         for first, offset, window in read.windows(stream, self.anchors, stats, self.words, self.cover):
             lines = split_lines(window)

@@ -102,8 +102,8 @@ FRAME_HINTS = (
      ("oom:startup",), "the traceback is inside start-up (loading or profiling)"),
     (("execute_model", "_run_engine", "step", "execute_model_spmd"), "possible",
      ("oom:serving",), "the traceback is inside a model step while serving"),
-    (("_schedule", "_schedule_running", "_preempt", "_swap_out", "_schedule_default"), "possible",
-     ("cpu-swap-space-exhausted", "no-free-blocks-internal"), "the traceback is inside the V0 scheduler"),
+    (("schedule", "_schedule", "_schedule_running", "_preempt", "_swap_out", "_schedule_default"), "possible",
+     ("cpu-swap-space-exhausted", "no-free-blocks-internal"), "the traceback is inside the scheduler"),
     # PyTorch's own code putting the model's tensors on the device (Module.to / .cuda() / .xpu() run
     # _apply, which runs convert: `t.to(device, ...)` per parameter): a device allocation at load time,
     # with no vLLM frame below it to say more (Scanner.deepest names these frames TORCH_MOVE)
@@ -303,6 +303,8 @@ class Scanner:
         self._tags_seen: set[str] = set()  # launcher tags already read for a device name
         self._dump = False  # inside a faulthandler dump's frames ("Current thread ... (most recent call first)")
         self.gpu_platform = False  # "Automatically detected platform cuda/rocm."
+        # entry -> (whether any wording is an exception, the engines its wordings are for); set by the engine
+        self.entry_meta: dict[str, tuple[bool, frozenset]] = {}
 
     @property
     def current(self) -> Startup:
@@ -654,7 +656,7 @@ _DEFAULT_OOM = {"startup": "cuda-oom-during-startup", "cudagraph": "cuda-oom-dur
 
 def _callee_hints(sc: Scanner, frame: tuple, where: str, cut: Fact, stage_entries: dict,
                   table: dict | None = None, oom_stage: str | None = None, says: str | None = None,
-                  rank: float = 1.5) -> list[Hint]:
+                  rank: float = 1.5, first: tuple = ()) -> list[Hint]:
     """A paste cut inside a vLLM function: the entries whose messages that function's callees raise
     (matcher/callees.json, read from vLLM's code), plus the device OOM of the stage the frames show
     (PyTorch raises it in any allocation, which no vLLM source line names), ranked by how often the
@@ -677,6 +679,7 @@ def _callee_hints(sc: Scanner, frame: tuple, where: str, cut: Fact, stage_entrie
         allocates = not ids or any(cats.get(e) != "kv-capacity" for e in ids)
     for e in set(stage_entries.values()):
         ids.pop(e, None)
+    dropped = _cannot_end(sc, frame, ids, phase_table)
     oom = stage_oom(sc, stage_entries, frames)
     if oom and allocates:
         ids[oom] = list(table.get(oom, []))
@@ -684,7 +687,9 @@ def _callee_hints(sc: Scanner, frame: tuple, where: str, cut: Fact, stage_entrie
     weight = dict(weights)
     if oom and oom != stage_entries.get(frames or "startup"):
         weight[oom] = max(weight.get(oom, 0), weight.get(stage_entries.get(frames or "startup", ""), 0))
-    ranked = sorted(ids, key=lambda e: (-weight.get(e, 0), -len(ids[e]), e))
+    # what the frame itself means (FRAME_HINTS: the V0 scheduler's swap-out) before how often pastes show each
+    first = tuple(stage_oom(sc, stage_entries, e[4:]) if e.startswith("oom:") else e for e in first)
+    ranked = sorted(ids, key=lambda e: (first.index(e) if e in first else len(first), -weight.get(e, 0), -len(ids[e]), e))
     if not ranked:
         return []
 
@@ -695,8 +700,37 @@ def _callee_hints(sc: Scanner, frame: tuple, where: str, cut: Fact, stage_entrie
     names = "; ".join(f"{e} ({releases(e)})" for e in ranked)
     says = (says or f"the paste stops inside {frame[1]}: the code it calls") + \
         f" can raise only these entries' errors: {names} (ranked by how often real pastes show each); paste the lines after the cut to tell"
+    if dropped:
+        says += f" (left out: {dropped})"
     facts = [Fact(frame[0], f"in {frame[1]} ({where})" if where else frame[2], says), cut]
     return [Hint(e, "likely", facts, rank - 0.1 * k) for k, e in enumerate(ranked)]
+
+
+def _cannot_end(sc: Scanner, frame: tuple, ids: dict, phase_table: bool) -> str:
+    """Take out of a cut traceback's callee table what cannot end it: an entry whose every wording is a
+    log line (a warning ends no traceback: V0's scheduler logs a too-long prompt and goes on), and,
+    below a frame of vLLM's V1 engine (vllm/v1/), an entry only the V0 engine has (V1 never swaps to CPU).
+    Returns what was left out, in words."""
+    meta = sc.entry_meta
+    if not meta or sc.open_tb is None:
+        return ""
+    v1 = not phase_table and "/v1/" in frame[2].replace("\\", "/")
+    logs, v0 = [], []
+    for e in list(ids):
+        raises, engines = meta.get(e, (True, frozenset()))
+        if not raises:
+            logs.append(e)
+        elif v1 and engines == _V0_ONLY:
+            v0.append(e)
+        else:
+            continue
+        del ids[e]
+    parts = ([f"{', '.join(logs)}: only ever logged, never raised"] if logs else []) + \
+        ([f"{', '.join(v0)}: V0 engine only, and {frame[1]} is V1's"] if v0 else [])
+    return "; ".join(parts)
+
+
+_V0_ONLY = frozenset(("v0",))
 
 
 def _frames_stage(sc: Scanner) -> str | None:
@@ -937,7 +971,7 @@ def hints(sc: Scanner, visible_error: bool, stage_entries: dict | None = None) -
                 out.sort(key=lambda h: -h.rank)
                 return out
         if (hint is None or hint[1] != "likely") and frame[1] in sc._called:
-            out.extend(_callee_hints(sc, frame, where, cut, stage_entries))
+            out.extend(_callee_hints(sc, frame, where, cut, stage_entries, first=hint[2] if hint else ()))
             out.sort(key=lambda h: -h.rank)
             return out
         funcs, tier, ids, says = hint

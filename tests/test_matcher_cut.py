@@ -219,3 +219,44 @@ def test_the_image_layout_never_decides_a_confident_answer():
     sc = Scanner()
     sc.feed(parse([(i + 1, ln) for i, ln in enumerate(ASCEND_IMAGE_TB)]))
     assert sc.device() == "npu" and sc.device(layout=False) is None
+
+
+# --- what can end a cut traceback in the scheduler -------------------------------------------------------
+
+V0_SCHED_TB = [
+    "Traceback (most recent call last):",
+    '  File "/env/lib/python3.9/site-packages/vllm/entrypoints/llm.py", line 879, in _run_engine',
+    "    step_outputs = self.llm_engine.step()",
+    '  File "/env/lib/python3.9/site-packages/vllm/engine/llm_engine.py", line 1339, in step',
+    "    ) = self.scheduler[virtual_engine].schedule()",
+    '  File "/env/lib/python3.9/site-packages/vllm/core/scheduler.py", line 1220, in schedule',
+    "    scheduler_outputs: SchedulerOutputs = self._schedule()",
+]
+V1_SCHED_TB = [
+    "(EngineCore pid=1332) ERROR 06-16 07:42:55 [core.py:1138] Traceback (most recent call last):",
+    '(EngineCore pid=1332) ERROR 06-16 07:42:55 [core.py:1138]   File ".../vllm/v1/engine/core.py", line 471, in step_with_batch_queue',
+    "(EngineCore pid=1332) ERROR 06-16 07:42:55 [core.py:1138]     scheduler_output = self.scheduler.schedule()",
+    '(EngineCore pid=1332) ERROR 06-16 07:42:55 [core.py:1138]   File ".../vllm/v1/core/sched/scheduler.py", line 467, in schedule',
+]
+
+
+def likely_ids(lines: list[str]) -> list[str]:
+    return [m.id for m in matcher().match("\n".join(lines)).matches if m.confidence == "likely"]
+
+
+def test_a_cut_v0_scheduler_traceback_is_the_swap_out_first():
+    got = likely_ids(V0_SCHED_TB)
+    assert got[:2] == ["cpu-swap-space-exhausted", "no-free-blocks-internal"]
+
+
+def test_a_warning_never_ends_a_traceback():
+    # V0's scheduler logs a prompt too long for the KV cache and goes on: no traceback ends in it
+    got = likely_ids(V0_SCHED_TB)
+    assert "prompt-exceeds-kv-capacity" not in got and "preemption-kv-cache-space" not in got
+    m = matcher().match("\n".join(V0_SCHED_TB)).matches[0]
+    assert "never raised" in m.evidence[0].says
+
+
+def test_a_cut_v1_scheduler_traceback_has_no_v0_swap():
+    got = likely_ids(V1_SCHED_TB)
+    assert got[0] == "no-free-blocks-internal" and "cpu-swap-space-exhausted" not in got

@@ -762,6 +762,12 @@ def _check_passed(st: Startup) -> bool:
     return mml is not None and tokens is not None and tokens > 0 and tokens >= mml
 
 
+def _has_blocks(st: Startup) -> bool:
+    """The log's own numbers show a KV cache that is not empty (blocks, tokens or GiB above zero)."""
+    num = {k: v for k, (v, _) in st.numbers.items()}
+    return any(num.get(k) is not None and num[k] > 0 for k in ("device_blocks", "kv_tokens", "available_kv_gib"))
+
+
 def phase_hints(sc: Scanner, stage_entries: dict) -> list[Hint]:
     """No error line, and no frame that says what failed: what ran at the step the log reached.
 
@@ -790,13 +796,20 @@ def phase_hints(sc: Scanner, stage_entries: dict) -> list[Hint]:
             for e, rel in sc._called.get(f, {}).items():
                 table.setdefault(e, [])
                 table[e] = sorted(set(table[e]) | set(rel), key=lambda v: tuple(int(x) for x in v.split(".") if x.isdigit()))
+        first: tuple = ()
         if step == "KV cache sizing" and _check_passed(st):
             # vLLM's capacity check compares exactly these numbers: it passed, what came after failed
             for f in ("check_enough_kv_cache_memory", "raise_if_cache_size_invalid"):
                 for e in sc._called.get(f, {}):
                     table.pop(e, None)
+        elif step == "KV cache sizing" and fits:
+            # the sizing is printed, the capacity check is what runs right after (V0: initialize_cache ->
+            # raise_if_cache_size_invalid before it allocates; V1: get_kv_cache_config before the cache
+            # size line): its errors first; an empty cache only when the log's numbers leave room for one
+            first = tuple(e for e in _HINT_FUNCS["check_enough_kv_cache_memory"][2]
+                          if e != "no-memory-for-cache-blocks" or not _has_blocks(st))
         says = (f"the log reached '{step}' and stops in a failure: what runs next ({', '.join(funcs)})")
-        out = _callee_hints(sc, (phase[0], step, phase[1]), "", cut, stage_entries, table, at, says, rank=1.4)
+        out = _callee_hints(sc, (phase[0], step, phase[1]), "", cut, stage_entries, table, at, says, rank=1.4, first=first)
         if out and said is not None:
             for h in out:
                 h.facts = h.facts + [said]

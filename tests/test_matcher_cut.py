@@ -260,3 +260,17 @@ def test_a_warning_never_ends_a_traceback():
 def test_a_cut_v1_scheduler_traceback_has_no_v0_swap():
     got = likely_ids(V1_SCHED_TB)
     assert got[0] == "no-free-blocks-internal" and "cpu-swap-space-exhausted" not in got
+
+
+# --- the step the log reached ------------------------------------------------------------------------------
+
+
+def test_a_failure_right_after_the_kv_sizing_is_the_capacity_check_first():
+    text = "\n".join([
+        "INFO 06-12 08:12:23 distributed_gpu_executor.py:45] # GPU blocks: 507, # CPU blocks: 1024",
+        "ERROR 06-12 08:12:23 worker_base.py:145] Error execut",
+    ])
+    got = likely_ids(text.splitlines())
+    assert got[0] == "max-model-len-exceeds-kv-cache"
+    # 507 blocks: the cache is not empty, so "no available memory for the cache blocks" is not first either
+    assert got.index("cuda-oom-during-startup") > 0

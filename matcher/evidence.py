@@ -79,6 +79,12 @@ _RAISE_RE = Lazy(r"^\s*raise (?P<type>[A-Z]\w*(?:Error|Exception))\((?P<rest>.*)
 _ASSERT_RE = Lazy(r"""^assert .+?,\s*(?P<rest>(?:f|r|fr|rf)?["'].*)$""")
 _STRING_RE = Lazy(r"""(?:f|r|fr|rf)?(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)')""")
 _CALL_RE = re.compile(r"(\w+)\(")
+# a call with what qualifies it (`torch.distributed.all_reduce(`): a call into another library's module
+# is none of vLLM's functions, whatever vLLM names its own (the callee table is read from vLLM's code)
+_QCALL_RE = re.compile(r"((?:\w+\.)*)(\w+)\(")
+_OTHER_MODULES = frozenset(("torch", "torch_npu", "torch_xla", "np", "numpy", "ray", "asyncio", "os", "sys", "json",
+                            "jax", "jnp", "triton", "math", "time", "dist", "F", "nn", "transformers", "safetensors",
+                            "concurrent", "multiprocessing", "threading", "subprocess", "functools", "itertools"))
 
 # The deepest vLLM function a cut traceback reached, and what it can raise. "likely": the function
 # exists to check or allocate that memory, so it raises little else; "possible": a stage where
@@ -380,7 +386,7 @@ class Scanner:
         if source:
             # the source line under a frame: the function it calls was running too (a paste cut
             # right after it still says where the failure was); a worker method called by name too
-            called = _CALL_RE.findall(stripped)
+            called = [f for q, f in _QCALL_RE.findall(stripped) if not q or q.split(".", 1)[0] not in _OTHER_MODULES]
             if "(" in stripped and ("_run_workers" in stripped or "rpc(" in stripped or "execute_method" in stripped):
                 called += _RPC_RE.findall(stripped)
             for func in called:

@@ -274,3 +274,19 @@ def test_a_failure_right_after_the_kv_sizing_is_the_capacity_check_first():
     assert got[0] == "max-model-len-exceeds-kv-cache"
     # 507 blocks: the cache is not empty, so "no available memory for the cache blocks" is not first either
     assert got.index("cuda-oom-during-startup") > 0
+
+
+def test_a_call_into_torch_is_no_vllm_function():
+    # vLLM has a function named all_reduce too; `torch.distributed.all_reduce(` on a source line is torch's
+    text = "\n".join([
+        "ERROR 12-10 11:33:24 multiproc_worker_utils.py:229] Traceback (most recent call last):",
+        'ERROR 12-10 11:33:24 multiproc_worker_utils.py:229]   File "/src/vllm/distributed/parallel_state.py", line 375, in _all_reduce_in_place',
+        "ERROR 12-10 11:33:24 multiproc_worker_utils.py:229]     torch.distributed.all_reduce(input_, group=self.device_group)",
+    ])
+    assert "no-free-blocks-internal" not in likely_ids(text.splitlines())
+    from kvkb.matcher.evidence import Scanner
+    from kvkb.matcher.segment import parse
+
+    sc = Scanner({"functions": {"all_reduce": {"no-free-blocks-internal": ["0.33.0"]}}})
+    sc.feed(parse([(i + 1, ln) for i, ln in enumerate(text.splitlines())]))
+    assert sc.deepest() is None

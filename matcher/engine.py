@@ -211,6 +211,7 @@ class Matcher:
         literal = self.table.literal_numbers
         scanner = Scanner(self.index.get("callees"))
         scanner.entry_meta = self._entry_meta()
+        scanner.ctor_sites = self.index.get("raise_sites", {}).get("constructors", {})
         release: list = [None]  # the vLLM release the paste states, once a log site needs it
         for first, offset, window in read.windows(stream, self.anchors, stats, self.words, self.cover):
             lines = split_lines(window)

@@ -311,6 +311,7 @@ class Scanner:
         self.gpu_platform = False  # "Automatically detected platform cuda/rocm."
         # entry -> (whether any wording is an exception, the engines its wordings are for); set by the engine
         self.entry_meta: dict[str, tuple[bool, frozenset]] = {}
+        self.ctor_sites: dict[str, list[str]] = {}  # class -> entries its __init__ raises (the KB's notes; the engine sets it)
 
     @property
     def current(self) -> Startup:
@@ -390,8 +391,8 @@ class Scanner:
             if "(" in stripped and ("_run_workers" in stripped or "rpc(" in stripped or "execute_method" in stripped):
                 called += _RPC_RE.findall(stripped)
             for func in called:
-                if func in _HINT_FUNCS or func in self._called:
-                    self.frames.append((lineno, func, "called from the line above"))
+                if func in _HINT_FUNCS or func in self._called or func in self.ctor_sites:
+                    self.frames.append((lineno, func, _CALLED))
             if "raise " in stripped:
                 m = _RAISE_RE.match(stripped)
                 if m:
@@ -541,7 +542,8 @@ class Scanner:
         """The deepest frame of the last traceback that names a function we know something about.
         PyTorch's frames that move a module onto the device count as TORCH_MOVE."""
         for frame in reversed(self.last_tb):
-            if frame[1] in _HINT_FUNCS or (frame[1] in self._called and _vllm_frame(frame[2])):
+            if frame[1] in _HINT_FUNCS or (frame[1] in self._called and _vllm_frame(frame[2])) \
+                    or (frame[1] in self.ctor_sites and frame[2] == _CALLED):
                 return frame
             if any(frame[1] in funcs and path in frame[2].replace("\\", "/") for path, funcs in _TORCH_MOVE_FRAMES):
                 return (frame[0], TORCH_MOVE, frame[2])
@@ -623,6 +625,7 @@ _IMAGE_LAYOUTS = (("/vllm-workspace/vllm/vllm/", "npu"),)
 _COMPUTE_PATHS = ("/model_executor/models/", "/model_executor/layers/", "/attention/", "/v1/attention/")
 FORWARD = "forward"  # the callee table's entry for the model's forward methods
 HOST_MEMORY = "category:host-memory"  # resolved by the engine to the host-memory entries that fit best
+_CALLED = "called from the line above"  # a frame read off a source line's call
 
 
 def host_facts(sc: Scanner) -> list[Fact]:
@@ -644,7 +647,7 @@ def host_facts(sc: Scanner) -> list[Fact]:
 
 def _vllm_frame(path: str) -> bool:
     """A frame in vLLM's own code (the table is read from vLLM's code), or a call on a source line."""
-    return "vllm" in path or path == "called from the line above"
+    return "vllm" in path or path == _CALLED
 
 
 def stage_oom(sc: Scanner, stage_entries: dict, at: str | None) -> str | None:
@@ -980,6 +983,14 @@ def hints(sc: Scanner, visible_error: bool, stage_entries: dict | None = None) -
     if frame is not None:
         where = frame[2].rsplit("/", 1)[-1] if "/" in frame[2] else frame[2]
         hint = _HINT_FUNCS.get(frame[1])
+        if hint is None and frame[2] == _CALLED and frame[1] in sc.ctor_sites:
+            # the source line constructs a class whose __init__ raises an entry's message (the KB says where)
+            owners = sc.ctor_sites[frame[1]]
+            facts = [Fact(frame[0], f"{frame[1]}(...)", f"the paste stops where this line constructs {frame[1]}: its "
+                          f"__init__ raises {', '.join(owners)}'s error (where the KB's wording is raised)"), cut]
+            out.extend(Hint(e, "likely", facts, 1.6 - 0.1 * k) for k, e in enumerate(owners))
+            out.sort(key=lambda h: -h.rank)
+            return out
         said = any(s.says_oom is not None for s in sc.startups)
         if hint is None and _outer(frame[1]) and (said or (sc.phase is not None and sc.phase[2] in _PHASE_FUNCS)):
             # a frame that builds the whole engine (LLM(...), from_engine_args) reaches everything start-up

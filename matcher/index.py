@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import marshal
 import os
+import re
 import sys
 
 # Bump when normalise(), the index layout or what is derived at build time changes.
-FORMAT = 23
+FORMAT = 24
 INDEX_NAME = ".index.marshal"
 EXPLAIN_NAME = ".index-explain.json"
 # Candidate lines in big logs: *Error / *Error: lines, vLLM's ERROR and WARNING log lines. Each
@@ -125,6 +126,10 @@ def finish(index: dict) -> dict:
     return index
 
 
+# `UvaBuffer.__init__` in a signature's note: the class whose constructor raises that wording
+_CTOR_SITE_RE = re.compile(r"\b([A-Z][A-Za-z0-9]+)\.__init__\b")
+
+
 def build(entries) -> tuple[dict, dict]:
     """(match index, explain data) from validated Entry objects."""
     from kvkb import template
@@ -133,6 +138,7 @@ def build(entries) -> tuple[dict, dict]:
     explain = {}
     anchors = set(BASE_ANCHORS)
     extra: set[str] = set()
+    constructors: dict[str, list[str]] = {}  # class -> entries whose message its __init__ raises
     for ei, entry in enumerate(entries):
         top = entry.top_fix
         index["entries"].append(
@@ -151,6 +157,10 @@ def build(entries) -> tuple[dict, dict]:
         )
         explain[entry.id] = entry.model_dump(mode="json", exclude_none=True, exclude_defaults=False)
         for sig in entry.signatures:
+            for cls in _CTOR_SITE_RE.findall(sig.note or ""):
+                owners = constructors.setdefault(cls, [])
+                if entry.id not in owners:
+                    owners.append(entry.id)
             parts = template.split(sig.template)
             index["signatures"].append(
                 signature_record(ei, sig.id, sig.exception, sig.level, sig.versions, sig.engine.value, sig.backend.value,
@@ -178,6 +188,9 @@ def build(entries) -> tuple[dict, dict]:
     rest = cover_anchors(literal_texts, anchors | common, None) | extra
     index["cover"] = [a for a in minimal_anchors(rest) if not any(b in a for b in index["anchors"] + index["words"])]
     index["callees"] = load_callees({e.id: e.category.value for e in entries})
+    # a signature's note names where vLLM raises it; a constructor named there (`UvaBuffer.__init__`) is
+    # called by its class name on a traceback's source line, so a paste cut right at that call names the entry
+    index["raise_sites"] = {"constructors": constructors}
     from .logsites import load_table
 
     index["logsites"] = load_table()

@@ -290,3 +290,25 @@ def test_a_call_into_torch_is_no_vllm_function():
     sc = Scanner({"functions": {"all_reduce": {"no-free-blocks-internal": ["0.33.0"]}}})
     sc.feed(parse([(i + 1, ln) for i, ln in enumerate(text.splitlines())]))
     assert sc.deepest() is None
+
+
+# --- where the KB says a wording is raised -----------------------------------------------------------------
+
+
+def test_the_kb_notes_name_constructors_that_raise():
+    sites = matcher().index["raise_sites"]["constructors"]
+    assert sites["UvaBuffer"] == ["cpu-offload-requires-pinned-memory"]
+
+
+def test_a_paste_cut_where_a_raising_constructor_is_called_names_its_entry():
+    text = "\n".join([
+        'File ".../vllm/v1/worker/gpu_worker.py", line 465, in init_device',
+        "    self.model_runner: GPUModelRunner = GPUModelRunnerV2(",
+        'File ".../vllm/v1/worker/gpu/buffer_utils.py", line 141, in __init__',
+        "    self._uva_buf = UvaBuffer(size, dtype)",
+        'File ".../vllm/v1/worker/gpu/buffer_u',
+    ])
+    report = matcher().match(text)
+    top = report.matches[0]
+    assert (top.id, top.confidence) == ("cpu-offload-requires-pinned-memory", "likely")
+    assert top.evidence[0].line == 4 and "UvaBuffer" in top.evidence[0].says

@@ -129,7 +129,9 @@ def strip_prefixes_shaped(line: str) -> tuple[str, str | None, tuple]:
         # a log indented as a whole (a markdown list item, a quote, an indented code block): the record
         # header under the indent is still the log's own (a source line never carries "ERROR 06-16 ...")
         bare = line.lstrip(" \t")
-        if bare and _PREFIX_HINT.match(bare):
+        head = bare[:120]
+        if bare and _PREFIX_HINT.match(bare) and ("ERROR" in head or "INFO" in head or "WARN" in head
+                                                  or "DEBUG" in head or "CRITICAL" in head):
             got = strip_prefixes_shaped(bare)
             if got[1] is not None and "!" in got[2]:
                 return got

@@ -84,7 +84,8 @@ def on_config(config):
 def on_files(files: Files, config) -> Files:
     entries = _state["entries"]
     results = _state["results"]
-    titles = {eid: e.title for eid, e in entries.items()}
+    # related-error links read as the navigation does: the short title, not the whole error line
+    titles = {eid: e.short_title for eid, e in entries.items()}
     pages = {"index.md": render.render_index(entries, results, has_fit=_state["fit"] is not None)}
     for eid, entry in entries.items():
         pages[f"errors/{eid}.md"] = render.render_entry(entry, titles, results, repo_url=_state["repo_url"])

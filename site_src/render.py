@@ -249,7 +249,8 @@ def page_title(entry: Entry) -> str:
 
 
 def render_entry(entry: Entry, titles: dict[str, str], results: list[Results], repo_url: str | None = None) -> str:
-    """The page for one entry; titles maps every entry id to its title (for related links); repo_url
+    """The page for one entry; titles maps every entry id to the name its related links show (the site
+    passes short titles); repo_url
     (mkdocs' repo_url) receives the "Did this fix it?" reports."""
     repo = repo_url or DEFAULT_REPO_URL
     ver = verification(entry, results)

@@ -205,3 +205,16 @@ def test_a_broken_results_file_fails_the_build(tmp_path):
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "cpu.json" in out and "not valid JSON" in out
     assert "Traceback" not in out
+
+
+
+def test_related_links_show_short_titles(site, entries):
+    # a related error is named as in the navigation, not by its whole (often six-line) error line
+    from html import escape
+
+    entry = next(e for e in entries.values() if e.related)
+    page = (site["dir"] / "errors" / entry.id / "index.html").read_text(encoding="utf-8")
+    section = page.split('id="related-errors"', 1)[1].split("<h2", 1)[0]
+    rel = entries[entry.related[0].id]
+    assert escape(rel.short_title, quote=False) in section
+    assert escape(rel.title, quote=False) not in section

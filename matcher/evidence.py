@@ -12,8 +12,12 @@ A cut paste is read from what it does show: the deepest vLLM function (frames, c
 `_run_workers("init_cache_engine")`, a worker's "while processing method X", flattened and IPython
 tracebacks) and what its callees can raise (callees.json); else the last start-up step the timeline
 reached and what vLLM runs next (phase_hints); the accelerator the log names (its OOM entry replaces
-CUDA's); INFO/WARNING lines that are the evidence (a full KV cache, a 64 MB /dev/shm under tensor
-parallelism, a failed cudaHostRegister); and the person's own words (OOM + the step or device they
+CUDA's: a platform line, a plugin's files, a launcher's tag such as `intel-gpu-vllm  |`, or for 'likely'
+answers the source tree a platform's container image installs); what cannot end a traceback is left
+out of a callee table (a logged warning; below a vllm/v1/ frame, a V0-only entry); PyTorch moving a
+module onto the device (Module.to), vLLM's model code and a constructor the KB names as a raise site
+are read as the cut frame; INFO/WARNING lines that are the evidence (a full KV cache, a 64 MB
+/dev/shm under tensor parallelism, a failed cudaHostRegister); and the person's own words (OOM + the step or device they
 name, "killed" + memory, "insufficient KV cache memory"). All of it is "likely" at most, and none of it
 counts where an error line names another cause.
 """

@@ -47,6 +47,9 @@ _LEVELS = r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)"
 _PREFIXES = [
     # vLLM logger: "ERROR 11-20 10:12:01 [core.py:708] " (>=0.8) or "ERROR 10-16 05:20:48 registry.py:264] " (older)
     ("head", re.compile(_LEVELS + r"\s+\d\d-\d\d\s+\d\d:\d\d:\d\d(?:[.,]\d+)?\s+(?:\[[^\]\s]+:\d+\]|[^\]\s]+:\d+\])\s?")),
+    # the same with the date and time left out (a log shipper keeps its own time, or the user cut it):
+    # "ERROR [core.py:708] ", "ERROR core.py:1138 "; the location must be a Python file:line
+    ("head", re.compile(_LEVELS + r"\s+(?:\[(?:[\w.-]+/)*[\w.-]+\.py:\d+\]|(?:[\w.-]+/)*[\w.-]+\.py:\d+\]?)\s")),
     # process tags: (EngineCore_DP0 pid=123), (VllmWorkerProcess pid=…), (RayWorkerWrapper pid=…, ip=…),
     # (VllmWorker rank=5 pid=3073)
     ("tag", re.compile(r"\((?:[\w.:-]+(?:=\w+)?\s+){0,3}pid=\d+(?:,\s*ip=[\w.:-]+)?\)\s?")),

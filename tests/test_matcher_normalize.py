@@ -294,3 +294,14 @@ def test_a_quote_in_cjk_prose_is_matched_confidently():
             "desired GPU memory utilization(0.4,5.83GiB).我监控nvidia-smi，显示显卡有资源的。\n")
     m = matcher().match(line).matches[0]
     assert (m.id, m.confidence) == ("insufficient-free-memory-at-startup", "confident")
+
+
+def test_vllm_logger_header_without_its_date_is_stripped():
+    from kvkb.matcher.normalize import strip_prefixes_shaped
+
+    # a shipper that keeps its own time (or a user trimming the log) drops vLLM's date, not the location
+    for line in ("ERROR core.py:1138 AssertionError: x", "ERROR [core.py:708] AssertionError: x",
+                 "ERROR [v1/engine/core.py:708] AssertionError: x"):
+        assert strip_prefixes_shaped(line) == ("AssertionError: x", "ERROR", ("!",)), line
+    # a level word before ordinary text is not a location: only the level goes
+    assert strip_prefixes_shaped("ERROR setup.py is missing")[0] == "setup.py is missing"

@@ -237,7 +237,7 @@ PERIODIC = (
     "SpecDecoding metrics: Mean acceptance length: 2.1, Accepted throughput: 1.0 tokens/s, Drafted throughput",
 )
 # Each anchor is one more pass over a big log (~0.3 s/GB here): this many cover words are searched in
-# the whole log (they find most memory messages); the others only in its first read.COVER_LIMIT bytes
+# the whole log (they find most memory messages); the others only near its start (read.cover_limit)
 MAX_COVER = 1
 
 

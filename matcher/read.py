@@ -30,9 +30,17 @@ FORWARD = WINDOW_BYTES + MAX_LINE  # bytes held back so a window never lacks its
 SPARE = 4 * (FORWARD + MAX_LINE)  # room for what is carried from one block to the next
 LINE_LIMIT = 64 << 20  # line numbers are counted this far into a big input
 # The cover anchors (words that find a wording pasted bare, with no type or level: see index.cover_anchors)
-# are searched this far into a big input; past it only the anchors every log needs (each one is a
-# pass over the bytes, and a 1 GB log must scan at 600 MB/s)
-COVER_LIMIT = 64 << 20
+# are searched only near the start of a big input; past it only the anchors every log needs. Each one
+# is one more find pass over those bytes (~20 ms per 64 MiB here), and a 1 GB log must scan at 600 MB/s:
+# their passes share a fixed budget (15 anchors over 64 MiB, the cover when that goal was set), so a
+# KB that grows a longer cover searches it over a shorter stretch instead of slowing every big scan.
+COVER_MAX = 64 << 20
+COVER_BUDGET = 15 * COVER_MAX
+
+
+def cover_limit(cover) -> int:
+    """How far into a big input the cover anchors are searched."""
+    return min(COVER_MAX, COVER_BUDGET // max(1, len(cover)))
 
 # (first line number or None, byte offset of the window, text)
 Window = tuple
@@ -198,6 +206,7 @@ def _blocks(mm, lo: int, hi: int, start: int, size: int, anchors: list[bytes], s
 
     page = mmap.PAGESIZE
     released = (max(start, lo - 2 * WINDOW_BYTES - MAX_LINE) // page) * page
+    reach = cover_limit(cover)
     pos = lo
     while pos < hi:
         stop = min(hi, pos + CHUNK)
@@ -205,7 +214,7 @@ def _blocks(mm, lo: int, hi: int, start: int, size: int, anchors: list[bytes], s
             nl = mm.rfind(b"\n", pos, stop)
             stop = nl + 1 if nl >= 0 else stop
         wins = []
-        here = (*words, *cover) if cover and pos - start < COVER_LIMIT else words
+        here = (*words, *cover) if cover and pos - start < reach else words
         for ws, we in _spans(mm, _candidates(mm, pos, stop, anchors, size, stats, here), start, size):
             first = None
             if counter is not None and ws - start <= LINE_LIMIT:
@@ -370,6 +379,7 @@ def _scan(stream: BinaryIO, head: bytes, anchors: list[bytes], stats: Stats, wor
     lines_at = 0
     fake = 0  # newlines inserted when cutting overlong lines, not counted as lines
     in_long = False
+    reach = cover_limit(cover)
     eof = False
     # (buffer position, input offset there): cutting overlong lines splices the buffer, so offsets
     # are piecewise; positions past the last splice map linearly
@@ -409,7 +419,7 @@ def _scan(stream: BinaryIO, head: bytes, anchors: list[bytes], stats: Stats, wor
         elif cut < 0:
             cut = n  # eof without a final newline
         in_long = long_next
-        here = (*words, *cover) if cover and where[0][1] < COVER_LIMIT else words
+        here = (*words, *cover) if cover and where[0][1] < reach else words
         hits = _candidates(buf, region, cut, anchors, n, None, here)
         for ws, we in _spans(buf, hits, 0, n):
             first = None

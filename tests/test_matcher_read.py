@@ -165,3 +165,31 @@ def test_parallel_parts_give_the_same_windows_in_order(tmp_path, monkeypatch, ca
     assert [(o, t) for _, o, t in mapped] == [(o, t) for _, o, t in piped]
     assert [f for f, _, _ in mapped] == [f for f, _, _ in piped]
     assert stats.windows == len(piped)
+
+
+def test_cover_anchors_share_one_budget():
+    # each cover anchor is one more pass over the bytes it is searched in: more anchors, shorter stretch
+    assert read.cover_limit([b"a"] * 15) == read.COVER_MAX
+    assert read.cover_limit([b"a"] * 30) == read.COVER_MAX // 2
+    assert read.cover_limit([]) == read.COVER_MAX
+
+
+@pytest.mark.parametrize("mapped", [True, False])
+def test_a_bare_wording_is_found_by_its_cover_anchor_only_within_reach(tmp_path, monkeypatch, mapped):
+    monkeypatch.setattr(read, "CHUNK", 1 << 18)
+    monkeypatch.setattr(read, "SMALL", 1 << 12)  # scanned as a big log, not read whole
+    monkeypatch.setattr(read, "COVER_MAX", 4 << 20)
+    monkeypatch.setattr(read, "COVER_BUDGET", 4 << 20)  # one anchor reaches 4 MiB, two reach 2 MiB
+    line = b"INFO 11-20 10:11:05 [loggers.py:1] Engine 000: Avg prompt throughput: 0.0 tokens/s\n"
+    bare = b"The model's max seq len (29000) is larger than the maximum number of tokens\n"
+    data = bare + line * ((3 << 20) // len(line)) + bare  # one at the start, one 3 MiB in
+    path = tmp_path / "log"
+    path.write_bytes(data)
+
+    def found(cover):
+        with open(path, "rb") as f:
+            stream = f if mapped else io.BytesIO(data)
+            return sum(t.count("max seq len") for _, _, t in read.windows(stream, [b"Error"], None, (), cover))
+
+    assert found([b"larger"]) == 2
+    assert found([b"larger", b"Zzzzzz"]) == 1  # the second anchor halves the reach

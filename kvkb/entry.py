@@ -361,10 +361,19 @@ class IneffectiveFix(Fix):
         return status
 
 
+# a sign is looked for as it stands in a log: too short a text would be found everywhere
+Sign = Annotated[str, Field(min_length=6, pattern=r"\S")]
+
+
 class Cause(_Strict):
     id: KebabId
     title: Text
     diagnosis: Markdown = Field(description="how to tell this cause from the others (log lines, numbers)")
+    signs: list[Sign] = Field(
+        default_factory=list,
+        description="texts that, found verbatim in a pasted log, point to this cause (a flag on the launch "
+                    "command, a kernel or pod line): kbmatch shows the fix of the first cause, in rank order, "
+                    "whose sign the log holds, and says which sign chose it; without one, the top cause's fix")
     fixes: list[Fix] = Field(min_length=1)
 
 

@@ -131,6 +131,9 @@ class Matcher:
         self._stage_ooms: dict[str, str] | None = None
         self._meta: dict[str, tuple[bool, frozenset]] | None = None
         self._logsites: Sites | None = None
+        # every cause sign of the KB: looked for in each window read, so a fix can follow what the log shows
+        self.signs = sorted({sg for e in self.entries for c in e.get("signed", ()) for sg in c["signs"]})
+        self._found: dict[str, int | None] = {}  # sign -> the line it was first seen on, for this match
 
     @classmethod
     def from_entries(cls, entries: list, base_url: str | None = None) -> "Matcher":
@@ -213,8 +216,13 @@ class Matcher:
         scanner.entry_meta = self._entry_meta()
         scanner.ctor_sites = self.index.get("raise_sites", {}).get("constructors", {})
         release: list = [None]  # the vLLM release the paste states, once a log site needs it
+        found: dict[str, int | None] = {}
         for first, offset, window in read.windows(stream, self.anchors, stats, self.words, self.cover):
             lines = split_lines(window)
+            for sign in self.signs:
+                if sign not in found and sign in window:
+                    at = next((k for k, ln in enumerate(lines) if sign in ln), None)
+                    found[sign] = (first + at) if first is not None and at is not None else None
             # past read.LINE_LIMIT a big log is not line-counted: number the window's lines from 1
             # for segmenting, then the records carry the window's byte offset instead
             parsed = parse([((first or 1) + k, ln) for k, ln in enumerate(lines)])
@@ -248,6 +256,7 @@ class Matcher:
                 seen[key] = len(records)
                 records.append(r)
         _lead_stage(records, scanner)
+        self._found = found
         report = self._decide(records, frozenset(cues), context, scanner)
         report.bytes, report.lines, report.records = stats.bytes, stats.lines, len(records)
         return report
@@ -637,8 +646,9 @@ class Matcher:
             entry = self.entries[by_id[eid]]
             if si is None:
                 si = next(i for i, sg in enumerate(self.table.sigs) if sg["entry"] == by_id[eid])
-            fix = entry["fix"]
+            fix, why = self._fix_of(entry)
             forms, notes = self._forms(fix, {}, values if tier == "likely" else None)
+            notes = {**why, **notes}
             line = h.facts[0]
             out.append(Match(
                 id=eid, title=entry["title"], score=round(min(79.0, 60.0 + 6 * h.rank), 1), confident=False,
@@ -681,8 +691,9 @@ class Matcher:
         sig = self.table.sigs[si]
         # a "possible" is not asserted, so its numbers are not pulled out
         params = self._params(rec, si) if is_conf else {}
-        fix = entry["fix"]
+        fix, why = self._fix_of(entry)
         forms, notes = self._forms(fix, params, context if is_conf else None)
+        notes = {**why, **notes}
         runner_up = None
         if runner is not None:
             rsig = self.table.sigs[runner[2]]
@@ -710,6 +721,18 @@ class Matcher:
             confidence="confident" if is_conf else "possible",
             evidence=[Fact(rec.line, rec.text, f"matches {entry['id']} ({sig['id']}), score {base:.1f}")],
         )
+
+    def _fix_of(self, entry: dict) -> tuple[dict, dict]:
+        """(the fix to show, a note naming the sign that chose it): the fix of the first cause, in the
+        entry's rank order, whose sign this log holds (kb causes[].signs); else the top cause's fix."""
+        for cause in entry.get("signed", ()):
+            sign = next((sg for sg in cause["signs"] if sg in self._found), None)
+            if sign is None:
+                continue
+            at = self._found[sign]
+            where = f" (line {at})" if at is not None else ""
+            return cause["fix"], {"cause": f"the log shows {sign!r}{where}: {cause['cause']}"}
+        return entry["fix"], {}
 
     @staticmethod
     def _forms(fix: dict, params: dict, context: dict | None) -> tuple[dict, dict]:

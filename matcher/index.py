@@ -17,7 +17,7 @@ import re
 import sys
 
 # Bump when normalise(), the index layout or what is derived at build time changes.
-FORMAT = 24
+FORMAT = 25
 INDEX_NAME = ".index.marshal"
 EXPLAIN_NAME = ".index-explain.json"
 # Candidate lines in big logs: *Error / *Error: lines, vLLM's ERROR and WARNING log lines. Each
@@ -130,6 +130,10 @@ def finish(index: dict) -> dict:
 _CTOR_SITE_RE = re.compile(r"\b([A-Z][A-Za-z0-9]+)\.__init__\b")
 
 
+def _fix_record(fix) -> dict:
+    return {k: getattr(fix, k) for k in ("id", "title", "cli", "python", "env", "versions")} | {"status": fix.status.value}
+
+
 def build(entries) -> tuple[dict, dict]:
     """(match index, explain data) from validated Entry objects."""
     from kvkb import template
@@ -151,8 +155,10 @@ def build(entries) -> tuple[dict, dict]:
                 "phase": entry.phase.value,
                 "tags": list(entry.tags),
                 "cause": entry.causes[0].title,
-                "fix": {k: getattr(top, k) for k in ("id", "title", "cli", "python", "env", "versions")}
-                | {"status": top.status.value},
+                "fix": _fix_record(top),
+                # causes whose signs, found in a log, choose their fix over the top cause's (rank order)
+                "signed": [{"cause": c.title, "signs": list(c.signs), "fix": _fix_record(c.fixes[0])}
+                           for c in entry.causes if c.signs],
             }
         )
         explain[entry.id] = entry.model_dump(mode="json", exclude_none=True, exclude_defaults=False)

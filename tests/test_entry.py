@@ -101,3 +101,10 @@ def test_validation_does_not_mutate_input(data):
     before = copy.deepcopy(data)
     Entry.model_validate(data)
     assert data == before
+
+
+def test_a_cause_sign_is_a_text_long_enough_to_look_for(data):
+    data["causes"][0]["signs"] = ["OOMKilled", "--swap-space"]
+    assert Entry.model_validate(data).causes[0].signs == ["OOMKilled", "--swap-space"]
+    data["causes"][0]["signs"] = ["oom"]  # found in every other log: not a sign of one cause
+    assert _errors(data) == [(("causes", 0, "signs", 0), "string_too_short")]

@@ -294,3 +294,17 @@ def test_each_signature_shows_its_backend_in_the_table_and_the_sample_label(entr
     row = next(line for line in md.splitlines() if line.startswith(f"| {render.versions_text(sig.versions)} | {sig.engine.value} |"))
     assert row.split(" | ")[2] == backend
     assert f"· {sig.engine.value} engine · {backend} backend</p>" in md
+
+
+def test_a_cause_lists_its_signs_as_code():
+    from kvkb.validate import load_valid_kb
+    from kvkb.loader import kb_dir
+
+    entry = load_valid_kb(kb_dir())["container-shm-too-small"]
+    cause = next(c for c in entry.causes if c.signs)
+    md = _page(entry)
+    section = md.split(f"{cause.title}", 1)[1].split("#### Fix", 1)[0]
+    assert "Signs in a log that point here" in section
+    assert all(render.inline_code(s) in section for s in cause.signs)
+    plain = next(c for c in entry.causes if not c.signs)
+    assert "Signs in a log" not in md.split(f"{plain.title}", 1)[1].split("#### Fix", 1)[0]

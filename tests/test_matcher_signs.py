@@ -3,6 +3,8 @@ rank order, whose sign the log holds; the top cause's fix otherwise; and the ans
 
 from __future__ import annotations
 
+import pytest
+
 from kvkb.matcher.engine import Matcher
 
 from matcher_helpers import kb_entries, matcher
@@ -58,3 +60,51 @@ def test_signs_reach_the_index_in_rank_order():
     signed = m.entries[0]["signed"]
     causes = [c.title for c in _entry("host-oom-killer").causes if c.signs]
     assert [c["cause"] for c in signed] == causes and all(c["signs"] for c in signed)
+
+
+NON_DEFAULT = "INFO 11-20 10:11:05 [utils.py:233] non-default args: {{'model': 'org/model', {}}}\n"
+CONFIG_CPU = ("INFO 11-20 10:11:06 [core.py:77] Initializing a V1 LLM engine (v0.12.0) with config: model='org/model', "
+              "kv_cache_dtype=auto, device_config=cpu, seed=0, served_model_name=org/model\n")
+
+# (entry, cause id, a line that holds the sign, a text that picks the entry's error sample or match paste: the first holding it)
+SIGNED = [
+    ("auto-fit-max-model-len-failed", "kv-size-set-too-small", "$ vllm serve org/model --kv-cache-memory-bytes 1M\n", ""),
+    ("auto-fit-max-model-len-failed", "num-gpu-blocks-override",
+     "INFO 11-20 10:11:05 [kv_cache_utils.py:1250] Overriding num_gpu_blocks=5000 with num_gpu_blocks_override=0\n", ""),
+    ("kv-cache-page-size-not-divisible", "quantized-kv-dtype", NON_DEFAULT.format("'kv_cache_dtype': 'fp8_e4m3'"), ""),
+    ("kv-cache-page-size-not-divisible", "forced-block-size", "$ vllm serve org/model --block-size 64\n", ""),
+    ("kv-cache-page-size-not-divisible", "uneven-pipeline-partition",
+     "$ VLLM_PP_LAYER_PARTITION=10,30 vllm serve org/model --pipeline-parallel-size 2\n", ""),
+    ("workspace-locked-growth", "feature-combination", "$ vllm serve org/model --kv-cache-dtype fp8\n", ""),
+    ("sleep-mode-memory-not-released", "expandable-segments-on", "", "Expandable segments"),
+    ("cuda-oom-during-startup", "sampler-warmup-too-wide", "", "warming up sampler"),
+    ("kv-offload-host-memory", "unsupported-platform", CONFIG_CPU, "CPU Offloading"),
+    ("kv-offload-host-memory", "backend-without-size", "", "You must set kv_offloading_size"),
+    ("kv-offload-host-memory", "hand-written-connector", "", "cpu_bytes_to_use"),
+    ("mm-item-exceeds-encoder-cache", "precomputed-embeddings", NON_DEFAULT.format("'enable_mm_embeds': True"), ""),
+    ("cuda-oom-during-cudagraph-capture", "too-many-capture-sizes",
+     "$ vllm serve org/model --max-cudagraph-capture-size 1024\n", "capture_model"),
+    ("tpu-hbm-resource-exhausted", "weights-do-not-fit", "", "Unable to load model"),
+    ("insufficient-free-memory-at-startup", "cpu-default-fraction", "", "desired CPU memory utilization"),
+    ("insufficient-free-memory-at-startup", "external-weights-exceed-budget", "", "Externally held weights"),
+    ("host-oom-loading-weights", "bin-checkpoint-per-worker", "$ vllm serve org/model --load-format pt --tensor-parallel-size 4\n", ""),
+    ("host-oom-loading-weights", "eager-or-prefetch", "$ vllm serve /nfs/model --safetensors-load-strategy eager\n", ""),
+    ("host-oom-loading-weights", "streamer-buffers", "$ vllm serve s3://bucket/model --load-format runai_streamer\n", ""),
+    ("host-oom-loading-weights", "container-limit-page-cache", "vllm-0    0/1     OOMKilled   2          4m\n", ""),
+]
+
+
+@pytest.mark.parametrize("eid,cid,sign_line,pick", SIGNED, ids=[f"{e}:{c}" for e, c, _, _ in SIGNED])
+def test_each_sign_chooses_its_cause_fix(eid, cid, sign_line, pick):
+    entry = _entry(eid)
+    cause = next(c for c in entry.causes if c.id == cid)
+    samples = [s for sig in entry.signatures for s in sig.samples] + list(entry.samples.match)
+    sample = next(s for s in samples if pick in s)
+    matches = matcher().match((sign_line + sample + "\n").encode()).matches
+    m = next(m for m in matches if m.id == eid)
+    assert m.fix_title == cause.fixes[0].title, (eid, cid, m.notes)
+    assert cause.title in m.notes["cause"]
+    # without the sign line (and, for a sign that is a wording, with another wording) it is not this cause
+    if sign_line:
+        m0 = next(m for m in matcher().match((sample + "\n").encode()).matches if m.id == eid)
+        assert "cause" not in m0.notes or cause.title not in m0.notes["cause"]

@@ -91,10 +91,23 @@ SIGNED = [
     ("host-oom-loading-weights", "eager-or-prefetch", "$ vllm serve /nfs/model --safetensors-load-strategy eager\n", ""),
     ("host-oom-loading-weights", "streamer-buffers", "$ vllm serve s3://bucket/model --load-format runai_streamer\n", ""),
     ("host-oom-loading-weights", "container-limit-page-cache", "vllm-0    0/1     OOMKilled   2          4m\n", ""),
+    ("engine-dead-after-oom", "memory-check-at-startup", "", "EngineCore failed to start."),
+    ("engine-dead-after-oom", "killed-by-os",
+     "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore_DP0': -9}\n",
+     "Engine core initialization failed"),
+    ("prompt-exceeds-max-model-len", "max-tokens-too-large", "", "'max_tokens' or 'max_completion_tokens'"),
+    ("cpu-kv-cache-space", "explicit-size-too-large", "", "Decrease --kv-cache-memory-bytes"),
+    ("cpu-kv-cache-space", "invalid-env-value", "", "Invalid environment variable"),
+    ("tpu-smem-vmem-exhausted", "attention-blocks-vmem", "", "memory space vmem"),
+    ("tpu-smem-vmem-exhausted", "attention-blocks-vmem", "", "scoped vmem limit"),
+    ("kv-cache-allocation-failed", "no-room-left-for-kv",
+     "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.\n", ""),
+    ("kv-cache-allocation-failed", "cuda-oom",
+     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 1.50 GiB is free.\n", ""),
 ]
 
 
-@pytest.mark.parametrize("eid,cid,sign_line,pick", SIGNED, ids=[f"{e}:{c}" for e, c, _, _ in SIGNED])
+@pytest.mark.parametrize("eid,cid,sign_line,pick", SIGNED, ids=[f"{e}:{c}:{i}" for i, (e, c, _, _) in enumerate(SIGNED)])
 def test_each_sign_chooses_its_cause_fix(eid, cid, sign_line, pick):
     entry = _entry(eid)
     cause = next(c for c in entry.causes if c.id == cid)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+from contextvars import ContextVar
 from typing import BinaryIO
 
 from . import fill, read
@@ -100,6 +101,9 @@ class Report:
         self.truncated = False  # the input ends inside a traceback, before its exception line
         self.not_memory: dict | None = None  # the visible root error, when it is not a memory error
         self.reached: str | None = None  # the last milestone of the last start-up ("KV cache sizing"), in words
+        # a paste with no error in it at all (no exception, no traceback, no ERROR line): where it ends, so
+        # the answer can ask for what came after instead of guessing from an ordinary line
+        self.no_error: dict | None = None
 
     @property
     def confident(self) -> list[Match]:
@@ -114,6 +118,7 @@ class Report:
             "not_memory": self.not_memory,
             "reached": self.reached,
             "first_error": self.first_error,
+            "no_error": self.no_error,
             "new_issue_url": self.new_issue_url,
         }
 
@@ -133,7 +138,6 @@ class Matcher:
         self._logsites: Sites | None = None
         # every cause sign of the KB: looked for in each window read, so a fix can follow what the log shows
         self.signs = sorted({sg for e in self.entries for c in e.get("signed", ()) for sg in c["signs"]})
-        self._found: dict[str, int | None] = {}  # sign -> the line it was first seen on, for this match
 
     @classmethod
     def from_entries(cls, entries: list, base_url: str | None = None) -> "Matcher":
@@ -256,8 +260,11 @@ class Matcher:
                 seen[key] = len(records)
                 records.append(r)
         _lead_stage(records, scanner)
-        self._found = found
-        report = self._decide(records, frozenset(cues), context, scanner)
+        token = _SIGNS_FOUND.set(found)
+        try:
+            report = self._decide(records, frozenset(cues), context, scanner)
+        finally:
+            _SIGNS_FOUND.reset(token)
         report.bytes, report.lines, report.records = stats.bytes, stats.lines, len(records)
         return report
 
@@ -558,8 +565,16 @@ class Matcher:
             # new-entry link still quotes the first line worth quoting
             shown = not_memory or first_error
             report.first_error = shown.text if shown else None
-            shown = shown or next((r for r in records if r.level not in ("INFO", "DEBUG")), None)
-            report.new_issue_url = new_issue_url(shown.norm if shown else "", shown.text if shown else "")
+            if (shown is None and scanner.failure is None and not scanner.truncated and scanner.open_tb is None
+                    and not scanner.last_tb):
+                # nothing failed in view: the paste stops before the failure (or is prose about it); a
+                # new-entry proposal would quote an ordinary line, so ask for the lines after the last one
+                report.no_error = {"line": scanner.last_at if records and records[-1].line is not None else None,
+                                   "text": scanner.last_text[:300]}
+            else:
+                shown = shown or next((r for r in records if r.level not in ("INFO", "DEBUG")), None)
+                if shown is not None or not scanner.truncated:  # a cut traceback alone has no line to propose
+                    report.new_issue_url = new_issue_url(shown.norm if shown else "", shown.text if shown else "")
         return report
 
     def _cut_line(self, records: list[Record], scanner: Scanner) -> Match | None:
@@ -725,11 +740,12 @@ class Matcher:
     def _fix_of(self, entry: dict) -> tuple[dict, dict]:
         """(the fix to show, a note naming the sign that chose it): the fix of the first cause, in the
         entry's rank order, whose sign this log holds (kb causes[].signs); else the top cause's fix."""
+        found = _SIGNS_FOUND.get()
         for cause in entry.get("signed", ()):
-            sign = next((sg for sg in cause["signs"] if sg in self._found), None)
+            sign = next((sg for sg in cause["signs"] if sg in found), None)
             if sign is None:
                 continue
-            at = self._found[sign]
+            at = found[sign]
             where = f" (line {at})" if at is not None else ""
             return cause["fix"], {"cause": f"the log shows {sign!r}{where}: {cause['cause']}"}
         return entry["fix"], {}
@@ -755,6 +771,10 @@ class Matcher:
                 best = values
         return fill.clean_params(best)
 
+
+# the signs this match found (sign -> the line it was first seen on): per call, not per Matcher, so two
+# threads sharing one Matcher never see each other's signs
+_SIGNS_FOUND: ContextVar[dict[str, int | None]] = ContextVar("kvkb_signs_found", default={})  # noqa: B039
 
 CUT_LINE_MIN = 6  # characters of a cut error message that must be there to say whose wording it begins
 # a qualified exception class cut mid-name (`ray.exceptions.OutOfMe`): a dotted module path, then the start of a class

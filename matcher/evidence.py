@@ -301,6 +301,7 @@ class Scanner:
         self.died: Fact | None = None  # a wrapper saying the engine, a worker or an actor died
         self.devices: dict[str, int] = {}  # accelerator named in the log -> lines naming it
         self.last_at = 0  # the last line with any content: a failure there is where the paste stops
+        self.last_text = ""  # that line's text after any log prefix (where a paste with no error ends)
         self.phase: tuple[int, str, str] | None = None  # (line, text, step) of the last start-up step seen
         self._ipython = False  # IPython frames: only the `-->` source lines ran
         self.says_space: Fact | None = None  # SMEM / VMEM named anywhere
@@ -354,6 +355,7 @@ class Scanner:
         if not stripped:
             return
         self.last_at = lineno
+        self.last_text = stripped
         # an INFO line names the device where it reports the platform (most lines of a big log are INFO)
         if "detected platform cuda" in stripped or "detected platform rocm" in stripped:
             self.gpu_platform = True  # vLLM's own word that it runs on CUDA/ROCm

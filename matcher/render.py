@@ -123,9 +123,16 @@ def report_text(report, top: int, color: bool) -> str:
         lines.append(f"  {s.bold('evidence')}")
         lines += _evidence_lines(m, s)
         lines.append(f"  {s.bold('read')}  {m.url}")
-    if likely and report.truncated:
+    if report.truncated:
         lines.append(s.yellow("The paste ends before the exception line.") +
-                     " Paste the lines after the last one shown (the line starting with the exception's name) to confirm.")
+                     " Paste the lines after the last one shown (the line starting with the exception's name)" +
+                     (" to confirm." if likely else "."))
+    elif report.no_error:
+        ne = report.no_error
+        where = f"line {ne['line']}" if ne.get("line") is not None else "its last line"
+        lines.append(s.yellow("No error in this paste:") + " no exception, traceback or ERROR line. It ends at " + where + ":")
+        lines.append(f"    {_short(ne['text'], 240)}")
+        lines.append("  Paste the lines that came after it, down to the last line of the traceback (it names the error).")
     possible = [m for m in shown if m.confidence == "possible"]
     if possible:
         lines.append(s.bold("possible:"))

@@ -204,6 +204,17 @@ def test_a_paste_with_no_known_error_says_so(page):
         assert link.get_attribute("href") == report["new_issue_url"]
 
 
+def test_a_paste_with_no_error_asks_for_the_lines_after_it(page):
+    base, driver = page
+    text = "INFO 10-16 20:27:43 [api_server.py:1034] vLLM API server version 0.8.4\n" \
+           "INFO 10-16 20:27:49 [gpu_model_runner.py:1134] Loading model weights took 14.9888 GB\n"
+    shown = browser.diagnose(driver, text)
+    assert_same_as_cli(shown, kbmatch(base, text.encode()), "no error")
+    box = driver.find_element("css selector", "#kvkb-result .kvkb-no-error")
+    assert "line 2" in box.text and "Loading model weights took 14.9888 GB" in box.text
+    assert not driver.find_elements("css selector", ".kvkb-new-issue")  # nothing to propose
+
+
 def test_cancel_stops_long_work_and_the_page_answers_again(page):
     base, driver = page
     from selenium.webdriver.common.by import By

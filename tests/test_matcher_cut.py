@@ -312,3 +312,37 @@ def test_a_paste_cut_where_a_raising_constructor_is_called_names_its_entry():
     top = report.matches[0]
     assert (top.id, top.confidence) == ("cpu-offload-requires-pinned-memory", "likely")
     assert top.evidence[0].line == 4 and "UvaBuffer" in top.evidence[0].says
+
+
+# --- a paste with no error at all asks for what came after it ----------------------------------------
+
+HEALTHY_START = """INFO 10-16 20:27:43 [api_server.py:1034] vLLM API server version 0.8.4
+INFO 10-16 20:27:49 [gpu_model_runner.py:1134] Loading model weights took 14.9888 GB
+"""
+
+
+def test_a_paste_with_no_error_says_where_it_ends_and_proposes_no_entry():
+    from kvkb.matcher.render import report_text
+
+    report = matcher().match(HEALTHY_START)
+    assert report.root_cause is None and report.first_error is None
+    assert report.no_error == {"line": 2, "text": "Loading model weights took 14.9888 GB"}
+    # a new-entry proposal would quote an ordinary INFO line as if it were the error
+    assert report.new_issue_url is None
+    text = report_text(report, 3, color=False)
+    assert "No error in this paste" in text and "line 2:" in text and "propose an entry" not in text
+
+
+def test_a_paste_with_an_error_is_not_called_error_free():
+    report = matcher().match(HEALTHY_START + "RuntimeError: something kvkb has never heard of\n")
+    assert report.no_error is None and report.new_issue_url is not None
+
+
+def test_a_cut_traceback_asks_for_its_exception_line_even_with_no_answer():
+    from kvkb.matcher.render import report_text
+
+    cut = HEALTHY_START + "Traceback (most recent call last):\n  File \"/opt/app/run.py\", line 3, in <module>\n    main()\n"
+    report = matcher().match(cut)
+    assert report.truncated and report.no_error is None
+    assert report.new_issue_url is None  # nothing in view to propose
+    assert "ends before the exception line" in report_text(report, 3, color=False)

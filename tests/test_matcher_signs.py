@@ -121,3 +121,21 @@ def test_each_sign_chooses_its_cause_fix(eid, cid, sign_line, pick):
     if sign_line:
         m0 = next(m for m in matcher().match((sample + "\n").encode()).matches if m.id == eid)
         assert "cause" not in m0.notes or cause.title not in m0.notes["cause"]
+
+
+def test_two_threads_sharing_one_matcher_keep_their_own_signs():
+    # the signs a match found are per call: a Matcher shared by threads (a server) must not lend one
+    # log's sign to another log's answer
+    from concurrent.futures import ThreadPoolExecutor
+
+    shared = matcher()
+    signed = ("vllm-0    0/1     OOMKilled   3          10m\n" + KILL).encode()
+    plain = KILL.encode()
+
+    def note(data: bytes) -> bool:
+        return "cause" in shared.match(data).matches[0].notes
+
+    jobs = [signed, plain] * 40
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        got = list(pool.map(note, jobs))
+    assert got == [data is signed for data in jobs]

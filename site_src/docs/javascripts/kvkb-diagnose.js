@@ -115,6 +115,13 @@ function show(report, rawJson) {
     parts.push(el("div", { class: "admonition warning kvkb-truncated" },
       el("p", { class: "admonition-title", text: "The paste ends before the exception" }),
       el("p", { text: "Paste the rest of the log (the traceback's last lines name the error)." })));
+  } else if (report.no_error && !report.root_cause) {
+    const ne = report.no_error;
+    parts.push(el("div", { class: "admonition warning kvkb-no-error" },
+      el("p", { class: "admonition-title", text: "No error in this paste" }),
+      el("p", { text: `No exception, traceback or ERROR line. It ends at ${ne.line ? "line " + ne.line : "its last line"}:` }),
+      el("pre", {}, el("code", { text: ne.text || "" })),
+      el("p", { text: "Paste the lines that came after it, down to the last line of the traceback (it names the error)." })));
   }
   if (report.reached && !report.root_cause) {
     parts.push(el("p", { class: "kvkb-note kvkb-reached", text: `The log's last start-up had reached: ${report.reached}.` }));

@@ -215,6 +215,20 @@ def test_a_paste_with_no_error_asks_for_the_lines_after_it(page):
     assert not driver.find_elements("css selector", ".kvkb-new-issue")  # nothing to propose
 
 
+def test_the_loading_message_is_shown_once(page):
+    # the status line says "Loading Python…"; the result box once said it again through CSS
+    base, driver = page
+    result = driver.find_element("id", "kvkb-result")
+    state = result.get_attribute("data-state")
+    try:
+        driver.execute_script("arguments[0].dataset.state = 'loading'", result)
+        before = driver.execute_script("return getComputedStyle(arguments[0], '::before').content", result)
+        assert before in ("none", "normal", ""), before
+        assert "Loading Python" not in result.text
+    finally:
+        driver.execute_script("arguments[0].dataset.state = arguments[1]", result, state)
+
+
 def test_cancel_stops_long_work_and_the_page_answers_again(page):
     base, driver = page
     from selenium.webdriver.common.by import By

@@ -307,6 +307,11 @@ class Signature(_Strict):
     samples: list[str] = Field(
         min_length=1, description="verbatim lines as vLLM prints them (after 'Type: ' is fine too)"
     )
+    advisory: bool = Field(
+        default=False,
+        description="a warning or INFO line that healthy runs print too (a hint, not a failure): kbmatch "
+        "never names the entry confidently from this line alone, only as 'possible'",
+    )
     note: str | None = None
 
     @property
@@ -317,6 +322,8 @@ class Signature(_Strict):
     def _exception_or_level(self) -> "Signature":
         if self.exception is None and self.level is None:
             raise ValueError("a signature needs 'exception' (an exception line) or 'level' (a log line)")
+        if self.advisory and (self.exception is not None or self.level not in ("WARNING", "INFO")):
+            raise ValueError("advisory is for a WARNING or INFO log line; an exception or an ERROR line is a failure")
         return self
 
 

@@ -14,11 +14,11 @@ from typing import BinaryIO
 
 from . import fill, read
 from .evidence import Fact, Hint, Scanner, hints, host_facts
-from .literal import walk
+from .literal import cut_through, walk
 from .logsites import Sites, site_of, stated_release
 from .normalize import Lazy
 from .score import Table, meaning_differs
-from .segment import Record, parse, segment, segment_parsed, split_lines, stage
+from .segment import CUES, Record, parse, segment, segment_parsed, split_lines, stage
 
 DEFAULT_BASE_URL = "https://kvkb.github.io/kvkb/"
 NEW_ISSUE_URL = "https://github.com/kvkb/kvkb/issues/new"
@@ -221,8 +221,16 @@ class Matcher:
         scanner.ctor_sites = self.index.get("raise_sites", {}).get("constructors", {})
         release: list = [None]  # the vLLM release the paste states, once a log site needs it
         found: dict[str, int | None] = {}
+        said_error = False  # a word of failure anywhere: an error the segmenter does not read as one is still one
         for first, offset, window in read.windows(stream, self.anchors, stats, self.words, self.cover):
             lines = split_lines(window)
+            if not said_error:
+                said_error = any(w in window for w in _ERROR_WORDS)
+            if not scanner.vllm_seen:
+                scanner.vllm_seen = any(w in window for w in _VLLM_WORDS)
+                if not scanner.vllm_seen and scanner.other_program is None:
+                    low = window.lower() if len(window) < _OTHER_SCAN else window[:_OTHER_SCAN].lower()
+                    scanner.other_program = next((w for w in _OTHER_PROGRAMS if w in low), None)
             for sign in self.signs:
                 if sign not in found and sign in window:
                     at = next((k for k, ln in enumerate(lines) if sign in ln), None)
@@ -260,6 +268,7 @@ class Matcher:
                 seen[key] = len(records)
                 records.append(r)
         _lead_stage(records, scanner)
+        scanner.said_error = said_error
         token = _SIGNS_FOUND.set(found)
         try:
             report = self._decide(records, frozenset(cues), context, scanner)
@@ -334,7 +343,7 @@ class Matcher:
         return frames if frames != self._entry_stage(entry) else None
 
     def _oom_by_class(self, rec: Record, global_stage: str | None, contexts: dict, context,
-                      device: str | None = None) -> Match | None:
+                      device: str | None = None, global_at: tuple | None = None) -> Match | None:
         """torch's OutOfMemoryError whose message no wording matches (cut: "Error in model executi"): the
         class is PyTorch's device out-of-memory error, so the answer is the device OOM of the stage (on an
         accelerator the log names, that device's entry). Confident when the traceback or the log shows
@@ -355,7 +364,7 @@ class Matcher:
         m.evidence = [Fact(rec.line, rec.text, f"{rec.type} is PyTorch's device out-of-memory error (its message is "
                            "cut or reworded here)")]
         if conf:
-            m.evidence.append(self._stage_fact(rec, rstage, global_stage))
+            m.evidence.append(self._stage_fact(rec, rstage, global_stage, global_at))
         else:
             m.confidence = "likely"
             m.evidence.append(Fact(None, "", "no frame or log line shows the stage (start-up, CUDA-graph capture or "
@@ -380,8 +389,9 @@ class Matcher:
         return ", ".join(names[:-1]) + " and " + names[-1]
 
     @staticmethod
-    def _stage_fact(rec: Record, rstage: str, global_stage: str | None) -> Fact:
-        """The line that decided the stage: the traceback's own frame, else the last milestone before the error."""
+    def _stage_fact(rec: Record, rstage: str, global_stage: str | None, global_at: tuple | None = None) -> Fact:
+        """The line that decided the stage: the traceback's own frame, else the last milestone before the error,
+        else the line elsewhere in the log that shows the stage (`global_at`, when the log's stage is this one)."""
         if stage(rec.cues) == rstage and rstage in rec.cue_at:
             line, text = rec.cue_at[rstage]
             if rec.site is not None and rec.site[0] == rstage:
@@ -393,6 +403,8 @@ class Matcher:
                 return Fact(line, text, f"stage {_STAGE_WORDS[rstage]}: the last step this start-up reached; the error "
                                         "is pasted above the log lines that led to it, and start-up went no further")
             return Fact(line, text, f"stage {_STAGE_WORDS[rstage]}: the last step the log reached before the error")
+        if global_at is not None and rstage == global_stage:
+            return Fact(global_at[0], global_at[1], f"stage {_STAGE_WORDS[rstage]}: this line elsewhere in the log shows it")
         return Fact(None, "", f"stage {_STAGE_WORDS[rstage]}: lines elsewhere in the log show it")
 
     def _score_record(self, record: Record, global_stage: str | None, fuzzy: bool = True, prepared=False):
@@ -436,6 +448,9 @@ class Matcher:
 
     def _decide(self, records: list[Record], cues: frozenset[str], context: list[tuple[int, str]], scanner: Scanner) -> Report:
         global_stage = stage(cues)
+        # the first line that shows the log's stage, to name where an error with no stage of its own takes it from
+        global_at = (next((r.cue_at[global_stage] for r in records if global_stage in r.cue_at), None)
+                     or _frame_showing(scanner.last_tb, global_stage)) if global_stage else None
         confident: dict[str, Match] = {}
         possible: dict[str, Match] = {}
         contexts: dict[int, dict] = {}
@@ -454,7 +469,7 @@ class Matcher:
                     uncovered.append(rec)
             if (rec.kind in ("exception", "inner") and (rec.type or "").startswith("torch.")
                     and rec.short_type == "OutOfMemoryError" and (not ranked or ranked[0][1] < CUTOFF)):
-                m = self._oom_by_class(rec, global_stage, contexts, context, scanner.device(layout=False))
+                m = self._oom_by_class(rec, global_stage, contexts, context, scanner.device(layout=False), global_at)
                 if m is not None:
                     if m.confident:
                         confident.setdefault(m.id, m)
@@ -477,6 +492,16 @@ class Matcher:
                 is_conf = False
                 if rec.kind in ("exception", "inner"):
                     uncovered.append(rec)
+            # a line healthy runs print too (kb signatures[].advisory) hints, it never shows a failure
+            advisory = bool(self.table.sigs[si].get("advisory"))
+            if advisory:
+                is_conf = False
+            # a runtime's text (torch, NCCL, XLA, ...) in a paste that never shows vLLM: other programs
+            # (SGLang, TensorRT-LLM, Ollama, a JAX trainer) print it too, and this entry's advice is vLLM's
+            foreign = self.table.sigs[si].get("shared") \
+                if is_conf and not scanner.vllm_seen and scanner.other_program else None
+            if foreign:
+                is_conf = False
             against = self._stage_contradicts(entry, rec) if is_conf else None
             if against:
                 is_conf = False
@@ -505,8 +530,15 @@ class Matcher:
                                        "and the log lines before it to tell"))
             elif differs:
                 m.evidence.append(Fact(rec.line, rec.text, f"close to {eid}'s wording, but {differs}: another error"))
+            elif advisory:
+                m.notes = {**m.notes, "advisory": "vLLM prints this line on healthy runs too: it is a hint, not the failure"}
+            elif foreign:
+                m.confidence = "likely"
+                m.evidence.append(Fact(rec.line, rec.text, f"but this is {_ORIGIN_WORDS.get(foreign, foreign)}'s text, which "
+                                       f"other programs print too, and the paste shows {scanner.other_program!r}, never "
+                                       "vLLM: if vLLM did run, paste its log to confirm"))
             elif is_conf and rstage and runner is not None and self._stage_decided(entry, base, exact, runner):
-                m.evidence.append(self._stage_fact(rec, rstage, global_stage))
+                m.evidence.append(self._stage_fact(rec, rstage, global_stage, global_at))
             (confident if is_conf else possible)[eid] = m
         for eid in confident:
             possible.pop(eid, None)
@@ -566,7 +598,7 @@ class Matcher:
             shown = not_memory or first_error
             report.first_error = shown.text if shown else None
             if (shown is None and scanner.failure is None and not scanner.truncated and scanner.open_tb is None
-                    and not scanner.last_tb):
+                    and not scanner.last_tb and not scanner.said_error):
                 # nothing failed in view: the paste stops before the failure (or is prose about it); a
                 # new-entry proposal would quote an ordinary line, so ask for the lines after the last one
                 report.no_error = {"line": scanner.last_at if records and records[-1].line is not None else None,
@@ -599,7 +631,16 @@ class Matcher:
                     len(sg["exception"]) > len(head) and sg["exception"].startswith(head)]
             says = f"the paste stops inside this line: '{head}' is how this entry's exception class begins"
         else:
-            return None
+            hits = []
+        if not hits:
+            # the wording itself, after whatever the line says first ("Failed to load model with Error: "),
+            # runs to the paste's end and stops before the wording does: at least half of it is there
+            for i, sg in enumerate(self.table.sigs):
+                total = sum(len(lit) for lit in sg.get("lits") or ())
+                got = cut_through(rec.message, sg) if total >= 2 * CUT_ANCHOR else 0
+                if got >= CUT_ANCHOR and 2 * got >= total and not meaning_differs(rec.norm, sg):
+                    hits.append(i)
+            says = "the paste stops inside this line, partway through this entry's wording"
         entries = {self.table.sigs[i]["entry"] for i in hits}
         if len(entries) != 1:
             return None  # no entry's wording begins so, or several do: the cut says nothing
@@ -776,7 +817,23 @@ class Matcher:
 # threads sharing one Matcher never see each other's signs
 _SIGNS_FOUND: ContextVar[dict[str, int | None]] = ContextVar("kvkb_signs_found", default={})  # noqa: B039
 
-CUT_LINE_MIN = 6  # characters of a cut error message that must be there to say whose wording it begins
+# words of a failure, in any form: a paste with none of them holds no error at all
+_ERROR_WORDS = ("rror", "ERROR", "xception", "ailed", "FAILED", "Killed", "killed", "out of memory", "Out of memory",
+                "OOM", "Traceback", "atal", "FATAL", "panic", "Abort", "abort", "SIG", "Cannot allocate", "exceed")
+# a paste shows vLLM when it names it (a path, a logger, the banner, a command) or its engine process
+_VLLM_WORDS = ("vllm", "vLLM", "VLLM", "Vllm", "EngineCore")
+# other programs that print the same runtime texts (torch's, NCCL's, XLA's OOM): inference engines, and
+# training code (vLLM never trains). Looked for only in a paste that never names vLLM, lower-cased.
+_OTHER_PROGRAMS = ("sglang", "tensorrt_llm", "tensorrt-llm", "trtllm", "ollama", "ggml", "llama.cpp", "llama_cpp",
+                   "lmdeploy", "text_generation_server", "text-generation-inference", "mlc_llm", "exllama", "easydel",
+                   "maxtext", "train_step", "training_step", "deepspeed", "megatron")
+_OTHER_SCAN = 1 << 20  # of a window: enough for a paste; a big log names vLLM long before
+_ORIGIN_WORDS = {"torch": "PyTorch", "cuda": "CUDA", "nccl": "NCCL", "xla": "XLA", "jax": "JAX", "ray": "Ray",
+                 "kernel": "the Linux kernel", "python": "Python", "pydantic": "pydantic", "oneapi": "oneAPI",
+                 "ascend": "Ascend's runtime", "gaudi": "Gaudi's runtime", "lmcache": "LMCache", "other": "another program"}
+
+CUT_LINE_MIN = 6
+CUT_ANCHOR = 16  # characters of a wording's start to find it inside a cut last line  # characters of a cut error message that must be there to say whose wording it begins
 # a qualified exception class cut mid-name (`ray.exceptions.OutOfMe`): a dotted module path, then the start of a class
 _CUT_CLASS_RE = Lazy(r"^[a-z_][\w]*(?:\.[a-z_]\w*)*\.[A-Z]\w{2,}$")
 
@@ -816,6 +873,17 @@ def _non_memory_root(unmatched: list[Record], startup: int) -> Record | None:
         if any(w in r.message for w in _WRAPPER_WORDS) or any(w in r.message for w in _MEMORY_WORDS):
             continue
         return r
+    return None
+
+
+def _frame_showing(frames: list[tuple[int, str, str]], at: str) -> tuple[int, str] | None:
+    """(line, text) of a frame of a traceback no error line closed (a cut paste) whose function is one of
+    the stage's cues: where the log shows that stage when no error record holds the frame."""
+    cues = CUES.get(at, ())
+    for line, func, path in frames:
+        name = func.lower() if at == "cudagraph" else func
+        if func and any(c in name for c in cues):
+            return line, f'File "{path}", in {func}'
     return None
 
 

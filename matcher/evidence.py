@@ -302,6 +302,9 @@ class Scanner:
         self.devices: dict[str, int] = {}  # accelerator named in the log -> lines naming it
         self.last_at = 0  # the last line with any content: a failure there is where the paste stops
         self.last_text = ""  # that line's text after any log prefix (where a paste with no error ends)
+        self.vllm_seen = False  # the paste names vLLM anywhere (engine.match_stream sets it per window)
+        self.said_error = False  # a word of failure somewhere in the paste (engine.match_stream)
+        self.other_program: str | None = None  # another engine or a trainer the paste names, when it never names vLLM
         self.phase: tuple[int, str, str] | None = None  # (line, text, step) of the last start-up step seen
         self._ipython = False  # IPython frames: only the `-->` source lines ran
         self.says_space: Fact | None = None  # SMEM / VMEM named anywhere

@@ -17,7 +17,9 @@ import re
 import sys
 
 # Bump when normalise(), the index layout or what is derived at build time changes.
-FORMAT = 25
+FORMAT = 26
+# whose texts only a vLLM run prints: vLLM's Python and C++ code (an invented text is no one's)
+VLLM_ORIGINS = frozenset(("vllm", "vllm-csrc", "invented"))
 INDEX_NAME = ".index.marshal"
 EXPLAIN_NAME = ".index-explain.json"
 # Candidate lines in big logs: *Error / *Error: lines, vLLM's ERROR and WARNING log lines. Each
@@ -171,6 +173,9 @@ def build(entries) -> tuple[dict, dict]:
             index["signatures"].append(
                 signature_record(ei, sig.id, sig.exception, sig.level, sig.versions, sig.engine.value, sig.backend.value,
                                  sig.template, _instance(template, sig), list(sig.samples), list(entry.tags))
+                | ({"advisory": True} if sig.advisory else {})
+                # a runtime's text (torch, NCCL, XLA, Ray, the kernel) that other programs print too
+                | ({"shared": sig.origin} if sig.origin not in VLLM_ORIGINS else {})
             )
             short = (sig.exception or "").rsplit(".", 1)[-1]
             if sig.exception and not any(a in short for a in anchors):

@@ -90,3 +90,30 @@ def _from(t: str, start: int, lits: list[str], gaps: list[list[str]]) -> tuple[d
             return values, False
         values[gaps[-1][0]] = token
     return values, True
+
+
+def cut_through(text: str, sig: dict) -> int:
+    """How many of the template's literal characters a text holds in order when the text stops partway
+    through the wording (a paste cut mid-line: "...: Cannot allocate memory ("), else 0. The text must
+    end inside the template: in a placeholder's value or partway into a literal; a whole match is no cut."""
+    lits = sig.get("lits")
+    if not lits:
+        return 0
+    t = collapse(text)
+    start = t.find(lits[0])
+    if start < 0:
+        return 0
+    got, pos = len(lits[0]), start + len(lits[0])
+    for lit in lits[1:]:
+        nxt = t.find(lit, pos)
+        if nxt >= 0:
+            got, pos = got + len(lit), nxt + len(lit)
+            continue
+        rest = t[pos:]
+        # the text ends with the first j characters of this literal, after a value of the placeholder
+        # (one token: a value running on over several words is another sentence, not a cut one)
+        j = next((j for j in range(min(len(lit) - 1, len(rest)), 0, -1) if rest.endswith(lit[:j])), 0)
+        if " " in rest[:len(rest) - j].strip():
+            return 0
+        return got + j
+    return 0 if pos >= len(t) or not sig["gaps"][-1] else 0  # every literal found: whole, or more after it

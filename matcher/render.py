@@ -57,7 +57,9 @@ def _why(m, s: Style) -> list[str]:
     else:
         out.append("        runner-up: none (no other entry comes close)")
     if m.stage:
-        out.append(f"        stage seen in the log: {m.stage} (decides between entries that share this wording)")
+        at = next((f for f in m.evidence if f.says.startswith("stage ") and f.line is not None), None)
+        where = f", line {at.line}: {_short(at.text, 120)}" if at else ""
+        out.append(f"        stage seen in the log: {m.stage}{where} (decides between entries that share this wording)")
     out.append(s.dim(f"        normalised: {_short(m.line, 200)}"))
     return out
 
@@ -137,7 +139,9 @@ def report_text(report, top: int, color: bool) -> str:
     if possible:
         lines.append(s.bold("possible:"))
         for m in possible:
-            if m.runner_up:
+            if m.notes.get("advisory"):
+                why = m.notes["advisory"]
+            elif m.runner_up:
                 why = f"runner-up {m.runner_up['id']} {m.runner_up['score']:.1f}"
             elif m.evidence and m.signature is None:
                 why = m.evidence[0].says

@@ -68,7 +68,15 @@ def meaning_differs(line: str, sig: dict) -> str | None:
         return f"its memory space is {'/'.join(sorted(lspace))}" + (f", not {'/'.join(sorted(sspace))}" if sspace else "")
     if sshort and not lshort:
         return "it does not say that memory ran out"
+    # a signal names what went wrong (SIGBUS: a shared-memory page with no room; SIGSEGV: a bad pointer)
+    if "sig" in line:
+        lsig, ssig = set(_SIGNAL_RE.findall(line)), set(_SIGNAL_RE.findall(sig["norm"]))
+        if ssig and not (lsig & ssig):
+            return f"its signal is {'/'.join(sorted(lsig)).upper() or 'none'}, not {'/'.join(sorted(ssig)).upper()}"
     return None
+
+
+_SIGNAL_RE = re.compile(r"\bsig(?:bus|segv|kill|term|abrt|ill|fpe|int|hup|pipe|usr1|usr2)\b")
 
 
 _IDENT_RE = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")  # snake_case names: settings, fields, functions

@@ -75,8 +75,9 @@ CUES = {
         "execute_model", "Error in model execution", "output_handler", "EngineCore encountered a fatal error", "run_busy_loop",
         "step_with_batch_queue", "engine_step", "_run_engine", "POST /v1/", "Background loop has errored",
         "EngineDeadError", "Engine loop is not running", "wake_up", "cumem_allocator",
-        # V0 AsyncLLMEngine's background loop (started by the first request) died
-        "Engine background task failed",
+        # V0 AsyncLLMEngine's background loop (started by the first request) died; its done-callback
+        # re-raises what killed the loop (the engine was built, profiled and sized before the loop ran)
+        "Engine background task failed", "_raise_exception_on_finish",
         # a request being answered: the V1 worker's RPC loop (start-up RPCs have a start-up frame
         # deeper, which wins), logprobs, the OpenAI server's handlers
         "worker_busy_loop", "get_logprobs", "compute_logprobs", "serving_chat", "serving_completion",
@@ -99,7 +100,9 @@ MILESTONES = (
     ("Loading model weights took", "startup", "weights loaded"),
     ("Model loading took", "startup", "weights loaded"),
     ("Memory profiling takes", "startup", "memory profiled"),
-    ("memory profiling", "startup", "memory profiled"),
+    ("Memory profiling results", "startup", "memory profiled"),  # 0.6.4
+    ("After memory profiling run", "startup", "memory profiled"),  # the XPU worker
+    # (not any "memory profiling": the long-context warning says the profiling phase may OOM before any ran)
     ("Available KV cache memory", "startup", "KV cache sizing"),
     ("the rest of the memory reserved for KV Cache", "startup", "KV cache sizing"),
     ("blocks: ", "startup", "KV cache sizing"),

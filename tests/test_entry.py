@@ -49,6 +49,17 @@ def test_signature_needs_exception_or_level(data):
     Entry.model_validate(data)
 
 
+def test_only_a_warning_or_info_line_can_be_advisory(data):
+    # an advisory line is one healthy runs print too; an exception or an ERROR line is a failure
+    data["signatures"][0]["advisory"] = True
+    assert data["signatures"][0]["exception"]
+    assert _errors(data) == [(("signatures", 0), "value_error")]
+    data["signatures"][0]["exception"], data["signatures"][0]["level"] = None, "ERROR"
+    assert _errors(data) == [(("signatures", 0), "value_error")]
+    data["signatures"][0]["level"] = "WARNING"
+    Entry.model_validate(data)
+
+
 def test_reference_needs_url_or_source(data):
     del data["references"][0]["source"]
     assert _errors(data) == [(("references", 0), "value_error")]

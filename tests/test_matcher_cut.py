@@ -346,3 +346,23 @@ def test_a_cut_traceback_asks_for_its_exception_line_even_with_no_answer():
     assert report.truncated and report.no_error is None
     assert report.new_issue_url is None  # nothing in view to propose
     assert "ends before the exception line" in report_text(report, 3, color=False)
+
+
+def test_a_last_line_cut_partway_through_a_wording_after_other_words_names_its_entry():
+    # "... with Error: <torch's mmap ENOMEM text>" cut before its "(12)": the wording is there up to the cut
+    text = ("I get the error below\n\nFailed to load model with Error: unable to mmap 4965799096 bytes from file "
+            "<Llama-3.2-3B-Instruct/model-00001-of-00002.safetensors>: Cannot allocate memory (")
+    assert first(text) == ("host-oom-loading-weights", "likely")
+    # the same words above more log are no cut
+    assert first(text + "\nINFO 01-01 00:00:00 [x.py:1] next line\n") != ("host-oom-loading-weights", "likely")
+
+
+def test_cut_through_counts_the_literal_text_up_to_the_cut():
+    from kvkb.matcher.literal import cut_through
+
+    sig = {"lits": ["unable to mmap ", " bytes from file <", ">: Cannot allocate memory (12)"], "gaps": [[], ["n"], ["p"], []]}
+    whole = "unable to mmap 9 bytes from file <a>: Cannot allocate memory (12)"
+    assert cut_through(whole, sig) == 0  # a whole match is no cut
+    assert cut_through(whole[:-3], sig) == len("unable to mmap  bytes from file <>: Cannot allocate memory (")
+    assert cut_through("unable to mmap 9 byt", sig) == len("unable to mmap ") + len(" byt")
+    assert cut_through("nothing like it", sig) == 0

@@ -121,3 +121,68 @@ def test_a_paste_costs_no_avoidable_imports(tmp_path):
     )
     run = subprocess.run([sys.executable, "-c", code, str(VLLM_LOGS / "kv-too-small.log")], env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
+
+
+def test_a_warning_healthy_runs_print_is_never_a_confident_root_cause():
+    # VLLM_CPU_KVCACHE_SPACE unset is warned on every CPU start-up; "Possibly too large swap space"
+    # whenever swap is above 40% of RAM: neither shows that anything failed (kb signatures[].advisory)
+    healthy = ("WARNING 06-21 08:32:55 [cpu.py:120] VLLM_CPU_KVCACHE_SPACE not set. Using 4 GiB for KV cache.\n"
+               "WARNING 06-21 08:32:55 config.py:1148] Possibly too large swap space. 4.00 GiB out of the 7.74 GiB "
+               "total CPU memory is allocated for the swap space.\n"
+               "INFO 06-21 08:33:55 [api_server.py:1] Starting vLLM API server on http://0.0.0.0:8000\n")
+    report = matcher().match(healthy)
+    assert report.root_cause is None and not report.confident
+    shown = {m.id: m.confidence for m in report.matches}
+    assert shown.get("cpu-kv-cache-space") == "possible" and shown.get("swap-space-too-large") == "possible"
+    assert all("healthy runs" in m.notes["advisory"] for m in report.matches if m.id in shown)
+
+
+def test_the_error_beside_an_advisory_warning_is_still_confident():
+    text = ("WARNING 06-21 08:32:55 config.py:1148] Possibly too large swap space. 12.00 GiB out of the 15.01 GiB "
+            "total CPU memory is allocated for the swap space.\n"
+            "ValueError: Too large swap space. 16.00 GiB out of the 15.01 GiB total CPU memory is allocated for the "
+            "swap space.\n")
+    report = matcher().match(text)
+    assert report.root_cause == "swap-space-too-large"
+    assert "advisory" not in report.matches[0].notes
+
+
+def test_the_long_context_warning_is_no_profiling_step():
+    # "may cause OOM during the initial memory profiling phase" is said before any profiling ran
+    text = ("WARNING 06-21 08:32:55 arg_utils.py:1145] The model has a long context length (131072). This may cause "
+            "OOM errors during the initial memory profiling phase, or result in low performance due to small KV cache "
+            "space. Consider setting --max-model-len to a smaller value.\n")
+    assert matcher().match(text).reached != "memory profiled"
+
+
+def test_a_runtimes_text_in_another_programs_paste_is_no_confident_claim():
+    # NCCL, torch and XLA print the same out-of-memory texts under SGLang, Ollama or a JAX trainer: with
+    # another program in view and vLLM nowhere, the vLLM entry is only likely
+    xla = ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of "
+           "memory in memory space hbm. Used 63.80G of 30.75G hbm. Exceeded hbm capacity by 33.05G.\n")
+    assert matcher().match(xla).root_cause == "tpu-hbm-resource-exhausted"  # nothing says whose run it was
+    other = '  File "/opt/easydel/trainers/base.py", line 88, in train_step\n' + xla
+    report = matcher().match(other)
+    assert report.root_cause is None
+    m = report.matches[0]
+    assert m.id == "tpu-hbm-resource-exhausted" and m.confidence == "likely"
+    assert any("never vLLM" in f.says for f in m.evidence)
+    # the same frames under vLLM: vLLM's run, the claim stands
+    assert matcher().match('  File "/usr/lib/python3/site-packages/vllm/worker/tpu_worker.py", line 9, in x\n'
+                           + other).root_cause == "tpu-hbm-resource-exhausted"
+
+
+def test_a_signal_is_a_meaning_word():
+    # Ray's C++ core reports every fatal signal alike; SIGBUS is a shared-memory page with no room,
+    # SIGSEGV a crash: one word apart, other errors
+    line = "(RayWorkerWrapper pid=2) [2024-07-25 10:46:00,050 E 2 2] logging.cc:440: *** {} received at time=1721904360 on cpu 140 ***\n"
+    assert matcher().match(line.format("SIGBUS")).root_cause == "container-shm-too-small"
+    report = matcher().match(line.format("SIGSEGV"))
+    assert report.root_cause is None and "container-shm-too-small" not in [m.id for m in report.confident]
+
+
+def test_a_line_with_words_of_failure_is_never_called_error_free():
+    # a wrapper's prose ("Failed to load model with Error: ...") is not a record kind the segmenter
+    # knows, but it is an error: the answer must not say the paste has none
+    report = matcher().match("I am unable to load the model.\nFailed to load model with Error: something odd\n")
+    assert report.no_error is None

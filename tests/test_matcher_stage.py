@@ -179,3 +179,23 @@ def test_an_error_pasted_above_a_start_up_that_went_on_tells_no_stage():
     # nor across a launch command pasted after it (a relaunch as likely as the same run)
     report, m = top(f"{BARE_OOM}\nvllm serve /models/x --port 8000\n{LOADING}\n{CAPTURE}\n")
     assert m.confidence == "likely"
+
+
+def test_the_v0_async_engines_done_callback_is_serving_and_its_line_is_named():
+    # V0's AsyncLLMEngine re-raises what killed its background loop in _raise_exception_on_finish: the
+    # engine was built and sized before that loop ran, so an OOM it reports came while serving
+    from kvkb.matcher.render import report_text
+
+    text = ("Future exception was never retrieved\n"
+            "future: <Future finished exception=OutOfMemoryError('CUDA out of memory. Tried to allocate 96.00 MiB. GPU 0 "
+            "has a total capacty of 14.54 GiB of which 60.94 MiB is free. Process 868956 has 14.47 GiB memory in use.')>\n"
+            "Traceback (most recent call last):\n"
+            '  File "/workspace/vllm/engine/async_llm_engine.py", line 29, in _raise_exception_on_finish\n'
+            "    task.result()\n")
+    report, m = top(text)
+    assert report.root_cause == "cuda-oom-during-serving"
+    said = report_text(report, 3, color=False)
+    assert "stage seen in the log: serving, line 4:" in said and "_raise_exception_on_finish" in said
+    # without the frame nothing shows the stage: no confident claim
+    report, m = top("\n".join(text.splitlines()[:2]) + "\n")
+    assert report.root_cause is None and m.confidence == "likely"

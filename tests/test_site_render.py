@@ -308,3 +308,17 @@ def test_a_cause_lists_its_signs_as_code():
     assert all(render.inline_code(s) in section for s in cause.signs)
     plain = next(c for c in entry.causes if not c.signs)
     assert "Signs in a log" not in md.split(f"{plain.title}", 1)[1].split("#### Fix", 1)[0]
+
+
+def test_an_advisory_wording_says_healthy_runs_print_it_too():
+    from kvkb.validate import load_valid_kb
+    from kvkb.loader import kb_dir
+
+    entry = load_valid_kb(kb_dir())["cpu-kv-cache-space"]
+    md = _page(entry)
+    rows = [line for line in md.splitlines() if line.startswith("| ") and " | v1 | cpu | " in line or " | any | cpu | " in line]
+    for sig in entry.signatures:
+        row = next(r for r in rows if render.versions_text(sig.versions) in r and sig.backend.value in r
+                   and (sig.exception or sig.level) in r and render.cell(render.readable(sig.template)) in r)
+        assert ("printed by healthy runs too" in row) == sig.advisory, sig.id
+    assert any(s.advisory for s in entry.signatures) and not all(s.advisory for s in entry.signatures)

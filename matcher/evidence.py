@@ -304,6 +304,9 @@ class Scanner:
         self.last_text = ""  # that line's text after any log prefix (where a paste with no error ends)
         self.vllm_seen = False  # the paste names vLLM anywhere (engine.match_stream sets it per window)
         self.said_error = False  # a word of failure somewhere in the paste (engine.match_stream)
+        # V1 tags each line with its process: `(APIServer pid=N)` is the OpenAI server, which holds no model
+        self._api_line = False
+        self.tb_api = False  # the last traceback runs in the API server process
         self.other_program: str | None = None  # another engine or a trainer the paste names, when it never names vLLM
         self.phase: tuple[int, str, str] | None = None  # (line, text, step) of the last start-up step seen
         self._ipython = False  # IPython frames: only the `-->` source lines ran
@@ -333,8 +336,10 @@ class Scanner:
         """Per line: (start-up, stage, step, (line, text) of the milestone that set the stage)."""
         out = []
         for lineno, content, level, prefixed, fence in parsed:
+            self._api_line = False
             if prefixed:
                 self._tags(prefixed)
+                self._api_line = any(p.startswith("(APIServer") for p in prefixed)
             if not fence and content:
                 self._line(lineno, content, level)
             out.append((len(self.startups) - 1, self.stage, self.step, self.stage_at))
@@ -387,6 +392,8 @@ class Scanner:
             if self.open_tb is None:
                 self.open_tb = Fact(lineno, stripped, "a traceback starts here")
                 self.frames = []
+            if len(self.frames) <= 1:  # its process: where the traceback starts (a worker's method line may lead)
+                self.tb_api = self._api_line
             self.frames.append((lineno, frame.group("func") or "", frame.group("path")))
             self.raise_line = None
             self.last_tb = self.frames
@@ -432,6 +439,7 @@ class Scanner:
             self.open_tb = Fact(lineno, stripped, "a traceback starts here")
             self.last_tb = self.frames
             self.last_raise = None
+            self.tb_api = self._api_line
             return
         if stripped[:1] in "^~" and not stripped.strip("^~ "):
             return  # carets under a source line
@@ -695,6 +703,11 @@ def _callee_hints(sc: Scanner, frame: tuple, where: str, cut: Fact, stage_entrie
         allocates = frame[1] in sc._allocates
     else:
         allocates = not ids or any(cats.get(e) != "kv-capacity" for e in ids)
+    # V1's API server process runs no model: the engine allocates in its own process (EngineCore), so a
+    # traceback in the API server is no device OOM, whatever the static call graph reaches
+    api = sc.tb_api and not phase_table and allocates
+    if api:
+        allocates = False
     for e in set(stage_entries.values()):
         ids.pop(e, None)
     dropped = _cannot_end(sc, frame, ids, phase_table)
@@ -720,6 +733,8 @@ def _callee_hints(sc: Scanner, frame: tuple, where: str, cut: Fact, stage_entrie
         f" can raise only these entries' errors: {names} (ranked by how often real pastes show each); paste the lines after the cut to tell"
     if dropped:
         says += f" (left out: {dropped})"
+    if api:
+        says += " (left out: a device out-of-memory error: this traceback runs in the API server process, which holds no model)"
     facts = [Fact(frame[0], f"in {frame[1]} ({where})" if where else frame[2], says), cut]
     return [Hint(e, "likely", facts, rank - 0.1 * k) for k, e in enumerate(ranked)]
 

@@ -366,3 +366,21 @@ def test_cut_through_counts_the_literal_text_up_to_the_cut():
     assert cut_through(whole[:-3], sig) == len("unable to mmap  bytes from file <>: Cannot allocate memory (")
     assert cut_through("unable to mmap 9 byt", sig) == len("unable to mmap ") + len(" byt")
     assert cut_through("nothing like it", sig) == 0
+
+
+def test_a_cut_traceback_in_v1s_api_server_process_is_no_device_oom():
+    # (APIServer pid=N) is V1's OpenAI server process: it holds no model, so a request's traceback cut
+    # there is a request check, never PyTorch's out-of-memory error (the engine allocates in EngineCore)
+    frames = [
+        '  File "/usr/local/lib/python3.12/site-packages/fastapi/routing.py", line 284, in run_endpoint_function',
+        "    return await dependant.call(**values)",
+        '  File "/usr/local/lib/python3.12/site-packages/vllm/entrypoints/utils.py", line 116, in wrapper',
+        "    generator = await handler.create_chat_completion(request, raw_request)",
+    ]
+    api = "\n".join(["(APIServer pid=23) Traceback (most recent call last):"] + [f"(APIServer pid=23) {f}" for f in frames]) + "\n"
+    got = shown(api)
+    assert not any(m.startswith("cuda-oom") for m, _ in got)
+    assert got[0] == ("prompt-exceeds-max-model-len", "likely")
+    # the same frames with no process tag (V0 ran the engine in the server's process): the OOM stays possible
+    bare = "Traceback (most recent call last):\n" + "\n".join(frames) + "\n"
+    assert any(m.startswith("cuda-oom") for m, _ in shown(bare))

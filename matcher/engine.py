@@ -231,6 +231,9 @@ class Matcher:
                 if not scanner.vllm_seen and scanner.other_program is None:
                     low = window.lower() if len(window) < _OTHER_SCAN else window[:_OTHER_SCAN].lower()
                     scanner.other_program = next((w for w in _OTHER_PROGRAMS if w in low), None)
+                    if scanner.other_program is None and "flax" in low:
+                        hf = _HF_FLAX_RE.search(low)
+                        scanner.other_program = hf.group(0) if hf else None
             for sign in self.signs:
                 if sign not in found and sign in window:
                     at = next((k for k, ln in enumerate(lines) if sign in ln), None)
@@ -827,6 +830,9 @@ _VLLM_WORDS = ("vllm", "vLLM", "VLLM", "Vllm", "EngineCore")
 _OTHER_PROGRAMS = ("sglang", "tensorrt_llm", "tensorrt-llm", "trtllm", "ollama", "ggml", "llama.cpp", "llama_cpp",
                    "lmdeploy", "text_generation_server", "text-generation-inference", "mlc_llm", "exllama", "easydel",
                    "maxtext", "train_step", "training_step", "deepspeed", "megatron")
+# Hugging Face transformers' JAX models (FlaxGemmaForCausalLM...): a program that is not vLLM (vLLM's own
+# JAX models, tpu-inference, are not named so)
+_HF_FLAX_RE = Lazy(r"\bflax[a-z0-9]+for(?:causallm|conditionalgeneration|seq2seqlm|maskedlm)")
 _OTHER_SCAN = 1 << 20  # of a window: enough for a paste; a big log names vLLM long before
 _ORIGIN_WORDS = {"torch": "PyTorch", "cuda": "CUDA", "nccl": "NCCL", "xla": "XLA", "jax": "JAX", "ray": "Ray",
                  "kernel": "the Linux kernel", "python": "Python", "pydantic": "pydantic", "oneapi": "oneAPI",

@@ -364,6 +364,12 @@ class Scanner:
             return
         self.last_at = lineno
         self.last_text = stripped
+        if stripped in _ELISIONS and self.open_tb is None:
+            # the person cut lines out here: start-up may have gone on, finished, even served, in them;
+            # the last step seen above says nothing about what comes below (inside a traceback "..."
+            # only skips frames)
+            self.stage = self.step = self.stage_at = self.phase = None
+            return
         # an INFO line names the device where it reports the platform (most lines of a big log are INFO)
         if "detected platform cuda" in stripped or "detected platform rocm" in stripped:
             self.gpu_platform = True  # vLLM's own word that it runs on CUDA/ROCm
@@ -643,6 +649,11 @@ _COMPUTE_PATHS = ("/model_executor/models/", "/model_executor/layers/", "/attent
 FORWARD = "forward"  # the callee table's entry for the model's forward methods
 HOST_MEMORY = "category:host-memory"  # resolved by the engine to the host-memory entries that fit best
 _CALLED = "called from the line above"  # a frame read off a source line's call
+
+
+# a line that stands for lines the person left out
+_ELISIONS = frozenset(("...", "…", "....", "[...]", "(...)", "<...>", "[…]", "(…)", "<snip>", "[snip]", "[snipped]",
+                       "# ...", "...snip...", "<truncated>", "[truncated]"))
 
 
 def host_facts(sc: Scanner) -> list[Fact]:

@@ -186,3 +186,11 @@ def test_a_line_with_words_of_failure_is_never_called_error_free():
     # knows, but it is an error: the answer must not say the paste has none
     report = matcher().match("I am unable to load the model.\nFailed to load model with Error: something odd\n")
     assert report.no_error is None
+
+
+def test_a_hugging_face_flax_model_is_another_program():
+    text = ("XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space "
+            "hbm. Used 30.21G of 15.48G hbm. Exceeded hbm capacity by 14.73G.\n"
+            '     Operator: op_name="pjit(generate)/jit(main)/FlaxGemmaForCausalLMModule/model/embed_tokens"\n')
+    report = matcher().match(text)
+    assert report.root_cause is None and report.matches[0].confidence == "likely"

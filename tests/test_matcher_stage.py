@@ -199,3 +199,18 @@ def test_the_v0_async_engines_done_callback_is_serving_and_its_line_is_named():
     # without the frame nothing shows the stage: no confident claim
     report, m = top("\n".join(text.splitlines()[:2]) + "\n")
     assert report.root_cause is None and m.confidence == "likely"
+
+
+def test_an_elision_line_cuts_the_timeline():
+    # "..." between the last start-up step and the error: the person left lines out, start-up may have
+    # finished and served in them, so the step above decides no stage
+    head = "INFO 12-15 10:18:11 uniproc_executor.py:64] # GPU blocks: 31207\n"
+    oom = TORCH_OOM + "\n"
+    report, m = top(head + oom)
+    assert report.root_cause == "cuda-oom-during-startup"  # right after KV sizing: start-up
+    report, m = top(head + "...\n" + oom)
+    assert report.root_cause is None and m.confidence == "likely"
+    # inside a traceback "..." only skips frames: the frames still tell
+    tb_cut = (f"{P}Traceback (most recent call last):\n{P}...\n"
+              + "\n".join(frame("vllm/v1/worker/gpu_model_runner.py", "execute_model", "x = self.model(y)")) + "\n" + P + TORCH_OOM + "\n")
+    assert top(tb_cut)[0].root_cause == "cuda-oom-during-serving"

@@ -75,6 +75,7 @@ _SAYS_LINES = (
      "pinning the KV offload region in host RAM failed (cudaHostRegister): the offload size is more than the host can lock"),
 )
 _NUMBER_GATES = tuple({n[1] for n in _NUMBERS})
+_LEAST_WINS = frozenset(("available_kv_gib", "device_blocks", "available_bytes", "kv_tokens"))
 _NUMBER_RES = [(name, gate, Lazy(rx)) for name, gate, rx in _NUMBERS]
 
 # --- frames ------------------------------------------------------------------------------------
@@ -501,6 +502,9 @@ class Scanner:
                 if value is None:
                     continue
                 fact = Fact(lineno, text, "")
+                # each worker reports its own room (TP ranks one after another): the least is the one that fails
+                if name in _LEAST_WINS and name in cur.numbers and cur.numbers[name][0] <= value:
+                    break
                 cur.numbers[name] = (value, fact)
                 if name in ("concurrency", "sleep_freed_gib"):
                     second = to_number(m.group(2))

@@ -384,3 +384,15 @@ def test_a_cut_traceback_in_v1s_api_server_process_is_no_device_oom():
     # the same frames with no process tag (V0 ran the engine in the server's process): the OOM stays possible
     bare = "Traceback (most recent call last):\n" + "\n".join(frames) + "\n"
     assert any(m.startswith("cuda-oom") for m, _ in shown(bare))
+
+
+def test_the_worker_with_the_least_kv_room_is_the_one_that_failed():
+    # TP ranks print their own "Available KV cache memory"; one negative is the failure even when
+    # another rank, printed after it, had room
+    text = ("(Worker_TP1 pid=2) INFO 12-10 03:24:48 [gpu_worker.py:298] Available KV cache memory: -3.86 GiB\n"
+            "(Worker_TP0 pid=1) INFO 12-10 03:24:48 [gpu_worker.py:298] Available KV cache memory: 9.90 GiB\n"
+            "(EngineCore_DP0 pid=3) ERROR 12-10 03:24:48 [core.py:708] EngineCore failed to start.\n")
+    got = shown(text)
+    assert got[0] == ("no-memory-for-cache-blocks", "likely")
+    report = matcher().match(text)
+    assert "-3.86" in report.matches[0].evidence[0].text

@@ -276,13 +276,20 @@ def _join(prev: str, nxt: str) -> str:
 def parse(lines: list[tuple[int, str]]) -> list[tuple]:
     """(line number, content, log level, had a prefix, is a fence) per line: prefixes and ANSI gone.
     A comment stored as HTML is read as the text it shows: each piece between block tags is a line
-    of its own (with the stored line's number)."""
+    of its own (with the stored line's number); so is each line of a log flattened onto one line."""
     parsed = []
     for lineno, raw in lines:
         if ("<" in raw or "&" in raw) and _HTML_ANY_RE.search(raw):
             for piece in unhtml(raw):
-                _parse_one(parsed, lineno, piece)
+                for part in unflatten(piece):
+                    _parse_one(parsed, lineno, part)
             continue
+        if len(raw) >= UNFLATTEN_MIN and raw.count(".py") >= 2:
+            parts = unflatten(raw)
+            if len(parts) > 1:
+                for part in parts:
+                    _parse_one(parsed, lineno, part)
+                continue
         # _parse_one written out: a call per line shows on a big log
         content, level, prefixed = strip_prefixes_shaped(clean_line(raw))
         if "```" in content:
@@ -290,6 +297,68 @@ def parse(lines: list[tuple[int, str]]) -> list[tuple]:
             content = content.replace("```", "").strip()
         parsed.append((lineno, content, level, prefixed, False))
     return parsed
+
+
+# A log whose line breaks were lost on the way to the paste (a chat message, an issue title, a form
+# field): where a line of it began, a vLLM logger header, a traceback's header or frame, or (after a
+# frame's source) the exception line. Only a long line with at least two of these is split: one is
+# prose quoting a log line. Gated on two ".py" (each header and frame names a file): one C pass.
+UNFLATTEN_MIN = 200
+_HEAD = (r"(?:\([\w.-]+ pid=\d+(?:, ip=[\d.]+)?\) )?(?:\[rank\d+\]:\s?)?(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\s+"
+         r"\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?")
+_RECORD_START_RE = Lazy(r"\s(?=" + _HEAD + r"|Traceback \(most recent call last\):|The above exception was the direct cause"
+                        r"|During handling of the above exception)")
+_HEAD_RE = Lazy(r"^" + _HEAD + r"\s+\[?[\w./-]+:\d+\]\s?")
+_HEAD_END_RE = Lazy(r":\d+\]\s*$")
+_FLAT_FRAME_RE = Lazy(r'\s*(?=File "[^"]+", line \d+, in )')
+_FRAME_HEAD_RE = Lazy(r'File "[^"]+", line \d+, in [\w<>.]+')
+# after a frame's source line (and its carets): the exception line
+_AFTER_FRAME_RE = Lazy(r"\s(?=(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exhausted|Interrupt|Failure):\s)")
+
+
+def unflatten(line: str) -> list[str]:
+    """The lines of a log flattened onto one line, or [line] when it is not one."""
+    if len(line) < UNFLATTEN_MIN:
+        return [line]
+    # a traceback's header right after a logger header is that log line's text, not a line of its own
+    starts = [m.start() for m in _RECORD_START_RE.finditer(line, 1)
+              if line[m.start() + 1] not in "TD" or not _HEAD_END_RE.search(line, max(0, m.start() - 8), m.start() + 1)]
+    frames = line.count('File "')
+    if len(starts) + frames < 2:
+        return [line]
+    out: list[str] = []
+    for chunk in _cut(line, starts):
+        h = _HEAD_RE.match(chunk)
+        head, rest = (chunk[:h.end()], chunk[h.end():]) if h else ("", chunk)
+        for piece in _FLAT_FRAME_RE.split(rest):
+            if not piece.strip():
+                continue
+            fh = _FRAME_HEAD_RE.match(piece)
+            if fh is None:
+                out.append(head + piece.rstrip())  # its own indentation: a source line stays one
+                continue
+            out.append(head + "  " + piece[:fh.end()])  # the frame, then its source line below it
+            source = piece[fh.end():].strip()
+            exc = _AFTER_FRAME_RE.search(source) if source else None
+            if exc:
+                source, error = source[:exc.start()].strip(), source[exc.start():].strip()
+            else:
+                error = ""
+            if source:
+                out.append(head + "    " + source)
+            if error:
+                out.append(head + error)
+    return out if len(out) > 1 else [line]
+
+
+def _cut(line: str, at: list[int]) -> list[str]:
+    pieces, start = [], 0
+    for pos in at + [len(line)]:
+        piece = line[start:pos].strip()
+        start = pos
+        if piece:
+            pieces.append(piece)
+    return pieces
 
 
 def _parse_one(parsed: list, lineno: int, raw: str) -> None:
@@ -433,7 +502,7 @@ def segment_parsed(parsed: list[tuple]) -> tuple[list[Record], frozenset[str]]:
         else:
             inner = _embedded(message)
             if inner is None and rec_kind == "bare":
-                inner = quoted_in_prose(message)
+                inner = quoted_in_prose(message) or quoted_exception(message)
         if inner:
             inner_exc = _exception(inner)
             if inner_exc:
@@ -527,6 +596,20 @@ def _join_item(message: str, parsed: list, i: int) -> tuple[str, int]:
 # Han, kana, Hangul, CJK punctuation and full-width forms: text in a language that writes no spaces
 _CJK_RUN_RE = Lazy(r"[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef]+")
 QUOTE_MIN = 40  # characters a Latin-script run needs to be read as a quoted message on its own
+
+
+# an exception quoted in the middle of a sentence ("... initialization: ValueError: max_num_seqs (1024)
+# exceeds ..."): a qualified class name ending in Error/Exception, after a space, colon or bracket
+_MIDLINE_EXC_RE = Lazy(r"(?:(?<=[\s:(\[>])|^)(?P<msg>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): \S.{19,})$")
+
+
+def quoted_exception(message: str) -> str | None:
+    """The exception a line of prose quotes mid-sentence, to the end of the line (the prose after it
+    is scored with it: a wording is found inside a longer text)."""
+    if "Error: " not in message and "Exception: " not in message:
+        return None
+    m = _MIDLINE_EXC_RE.search(message, 1)
+    return m.group("msg") if m else None
 
 
 def quoted_in_prose(message: str) -> str | None:

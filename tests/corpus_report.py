@@ -3,6 +3,7 @@
     .venv/bin/python -m tests.corpus_report          # from the repository root
     .venv/bin/python -m tests.corpus_report -v       # every paste, ok or not
     .venv/bin/python -m tests.corpus_report --misses # only the pastes that miss
+    .venv/bin/python -m tests.corpus_report --dress  # the same pastes flattened, prefixed, quoted
 
 Each label (tests/corpus/labels-*.json) says what a right answer is:
 - positive, evident (vLLM's error line is in the paste): the first confident match is an accepted id;
@@ -164,6 +165,36 @@ def report(rows: list[dict], verbose: bool = False, misses: bool = False) -> str
     return "\n".join(lines)
 
 
+# How real pastes arrive besides as the log printed it (DEVELOPERS' "what users actually paste"): each
+# dress is applied to a whole paste; kbmatch should give the same right answer. Share of right answers
+# kept, at least.
+DRESSES = {
+    "flattened onto one line": (lambda t: " ".join(t.split("\n")), 0.90),
+    "[rank0]: prefix": (lambda t: "\n".join("[rank0]: " + ln for ln in t.split("\n")), 0.97),
+    "docker compose prefix": (lambda t: "\n".join("vllm-1  | " + ln for ln in t.split("\n")), 0.97),
+    "quoted in prose": (lambda t: "Hi, I got this when starting the server:\n\n" + t + "\n\nAny idea? Thanks", 0.97),
+}
+
+
+def dress_rows(matcher, corpus: Path = CORPUS) -> dict[str, tuple[int, int, list[str]]]:
+    """Per dress: (right answers kept, right answers, the files whose answer it lost), over the
+    evident positives kbmatch answers right as pasted."""
+    out = {name: [0, 0, []] for name in DRESSES}
+    for case in cases(corpus):
+        if case["kind"] != "positive" or not case.get("evident"):
+            continue
+        text = case["path"].read_bytes().decode("utf-8", "replace")
+        if not judge(case, *answer(matcher, text.encode()))[1]:
+            continue
+        for name, (dress, _) in DRESSES.items():
+            kept = judge(case, *answer(matcher, dress(text).encode()))[1]
+            out[name][0] += kept
+            out[name][1] += 1
+            if not kept:
+                out[name][2].append(case["file"])
+    return {k: tuple(v) for k, v in out.items()}
+
+
 def tolerant_matcher():
     """A Matcher over every entry that parses (other entries may be mid-edit while the corpus is scored)."""
     from kvkb.loader import load_kb
@@ -174,10 +205,15 @@ def tolerant_matcher():
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    unknown = [a for a in argv if a not in ("-v", "--misses")]
+    unknown = [a for a in argv if a not in ("-v", "--misses", "--dress")]
     if unknown:
-        print(f"corpus_report: unknown argument {unknown[0]!r} (use -v or --misses)", file=sys.stderr)
+        print(f"corpus_report: unknown argument {unknown[0]!r} (use -v, --misses or --dress)", file=sys.stderr)
         return 2
+    if "--dress" in argv:
+        for name, (kept, n, lost) in dress_rows(tolerant_matcher()).items():
+            goal = DRESSES[name][1]
+            print(f"{name:26} {kept}/{n} right answers kept (goal >= {goal:.0%})  lost: {' '.join(lost) or '-'}")
+        return 0
     try:
         rows = score(tolerant_matcher())
     except ValueError as exc:

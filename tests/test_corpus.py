@@ -31,6 +31,15 @@ def test_corpus_meets_the_goals(rows):
     assert not bad, "\n" + corpus_report.report(rows, misses=True)
 
 
+def test_a_dressed_paste_keeps_its_right_answer():
+    # the same real paste flattened onto one line, behind a launcher's prefix, or quoted in prose
+    if not CASES:
+        pytest.skip("no labelled corpus in tests/corpus")
+    kept = corpus_report.dress_rows(matcher())
+    bad = {name: (k, n, lost) for name, (k, n, lost) in kept.items() if n and k / n < corpus_report.DRESSES[name][1]}
+    assert not bad, bad
+
+
 def test_every_label_is_well_formed():
     known = entry_ids()
     seen = set()

@@ -194,3 +194,30 @@ def test_a_hugging_face_flax_model_is_another_program():
             '     Operator: op_name="pjit(generate)/jit(main)/FlaxGemmaForCausalLMModule/model/embed_tokens"\n')
     report = matcher().match(text)
     assert report.root_cause is None and report.matches[0].confidence == "likely"
+
+
+def test_a_log_flattened_onto_one_line_reads_as_the_log():
+    # its line breaks lost on the way (a chat message, a form field): logger headers, the traceback's
+    # header, frames and the exception line each start a line again
+    from kvkb.matcher.segment import unflatten
+
+    log = ("ERROR 04-28 15:55:45 worker_base.py:157] Error executing method initialize_cache. This might cause deadlock in distributed execution.\n"
+           "ERROR 04-28 15:55:45 worker_base.py:157] Traceback (most recent call last):\n"
+           'ERROR 04-28 15:55:45 worker_base.py:157]   File "/opt/vllm/worker/worker.py", line 171, in initialize_cache\n'
+           "ERROR 04-28 15:55:45 worker_base.py:157]     raise_if_cache_size_invalid(num_gpu_blocks,\n"
+           'ERROR 04-28 15:55:45 worker_base.py:157]   File "/opt/vllm/worker/worker.py", line 335, in raise_if_cache_size_invalid\n'
+           "ERROR 04-28 15:55:45 worker_base.py:157]     raise ValueError(\n"
+           "ERROR 04-28 15:55:45 worker_base.py:157] ValueError: The model's max seq len (32768) is larger than the maximum number of "
+           "tokens that can be stored in KV cache (23296). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n")
+    flat = " ".join(log.split("\n"))
+    assert unflatten(flat) == log.rstrip("\n").split("\n")
+    assert matcher().match(flat).root_cause == matcher().match(log).root_cause == "max-model-len-exceeds-kv-cache"
+    # prose quoting one log line is no flattened log
+    prose = "I saw ERROR 04-28 15:55:45 worker_base.py:157] once, then it worked again " + "and again " * 20
+    assert unflatten(prose) == [prose]
+
+
+def test_an_exception_quoted_mid_sentence_is_read():
+    text = ("which exceeded the available Mamba cache blocks during engine initialization: ValueError: max_num_seqs (1024) "
+            "exceeds available Mamba cache blocks (524)\n")
+    assert matcher().match(text).root_cause == "mamba-cache-blocks-below-max-num-seqs"

@@ -55,7 +55,8 @@ _PREFIXES = [
     ("tag", re.compile(r"\((?:[\w.:-]+(?:=\w+)?\s+){0,3}pid=\d+(?:,\s*ip=[\w.:-]+)?\)\s?")),
     ("tag", re.compile(r"\[rank\d+\]:\s?")),
     # ISO / kubectl --timestamps: 2024-06-28T06:11:52.685Z, 2024-06-28 06:11:52,123
-    ("stamp", re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+")),
+    # (one space after it: what follows keeps its own indentation, a traceback's source lines theirs)
+    ("stamp", re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s")),
     # kubectl logs --prefix: [pod/vllm-0/vllm]
     ("tag", re.compile(r"\[pod/[^\]\s]+\]\s")),
     # Google Cloud Logging export: [resource.labels.containerName: vllm]

@@ -172,6 +172,7 @@ DRESSES = {
     "flattened onto one line": (lambda t: " ".join(t.split("\n")), 0.90),
     "[rank0]: prefix": (lambda t: "\n".join("[rank0]: " + ln for ln in t.split("\n")), 0.97),
     "docker compose prefix": (lambda t: "\n".join("vllm-1  | " + ln for ln in t.split("\n")), 0.97),
+    "kubectl --timestamps": (lambda t: "\n".join("2025-06-16T07:42:55.123456789Z " + ln for ln in t.split("\n")), 0.97),
     "quoted in prose": (lambda t: "Hi, I got this when starting the server:\n\n" + t + "\n\nAny idea? Thanks", 0.97),
 }
 

@@ -305,3 +305,12 @@ def test_vllm_logger_header_without_its_date_is_stripped():
         assert strip_prefixes_shaped(line) == ("AssertionError: x", "ERROR", ("!",)), line
     # a level word before ordinary text is not a location: only the level goes
     assert strip_prefixes_shaped("ERROR setup.py is missing")[0] == "setup.py is missing"
+
+
+def test_a_launchers_timestamp_keeps_the_indentation_after_it():
+    # kubectl --timestamps / docker logs -t put one space after the stamp: a traceback's source line
+    # keeps its own indentation, or it would read as a line of its own
+    from kvkb.matcher.normalize import strip_prefixes_shaped
+
+    content, level, shape = strip_prefixes_shaped("2025-01-01T10:00:00.123456789Z     self.model_runner = X(")
+    assert content == "    self.model_runner = X(" and level is None

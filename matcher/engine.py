@@ -137,6 +137,7 @@ class Matcher:
         self._meta: dict[str, tuple[bool, frozenset]] | None = None
         self._logsites: Sites | None = None
         # every cause sign of the KB: looked for in each window read, so a fix can follow what the log shows
+        self._types: frozenset[str] | None = None
         self.signs = sorted({sg for e in self.entries for c in e.get("signed", ()) for sg in c["signs"]})
 
     @classmethod
@@ -243,6 +244,9 @@ class Matcher:
             parsed = parse([((first or 1) + k, ln) for k, ln in enumerate(lines)])
             timeline = scanner.feed(parsed)
             recs, window_cues = segment_parsed(parsed)
+            for r in recs:
+                if r.type is not None and r.type not in self._known_types:
+                    r.type = self._restored_type(r.type)
             self._site_stages(recs, parsed, lines, first or 1, release)
             for r in recs:
                 r.startup, r.stage, _, r.stage_at = timeline[r.at]
@@ -279,6 +283,19 @@ class Matcher:
             _SIGNS_FOUND.reset(token)
         report.bytes, report.lines, report.records = stats.bytes, stats.lines, len(records)
         return report
+
+    @property
+    def _known_types(self) -> frozenset[str]:
+        if self._types is None:
+            self._types = frozenset(sg["exception"] for sg in self.table.sigs if sg.get("exception")) | _COMMON_TYPES
+        return self._types
+
+    def _restored_type(self, typ: str) -> str:
+        """An exception class with its first letter or two lost in the copy ("untimeError", "orch.cuda.
+        OutOfMemoryError": a terminal selection started one character late): the known class it is the end
+        of, when exactly one is; else the class as pasted."""
+        hits = {k for k in self._known_types if len(k) - 2 <= len(typ) < len(k) and k.endswith(typ)}
+        return hits.pop() if len(hits) == 1 and len(typ) >= 8 else typ
 
     def _site_stages(self, recs: list[Record], parsed: list, lines: list[str], base: int, release: list) -> None:
         """A record whose traceback shows no stage takes the stage of vLLM's logging call site on its
@@ -819,6 +836,13 @@ class Matcher:
 # the signs this match found (sign -> the line it was first seen on): per call, not per Matcher, so two
 # threads sharing one Matcher never see each other's signs
 _SIGNS_FOUND: ContextVar[dict[str, int | None]] = ContextVar("kvkb_signs_found", default={})  # noqa: B039
+
+# Python's and torch's classes that end a traceback, besides the KB's own (for a class pasted with its
+# first letter lost)
+_COMMON_TYPES = frozenset(("RuntimeError", "ValueError", "AssertionError", "KeyError", "TypeError", "OSError",
+                           "MemoryError", "ImportError", "AttributeError", "IndexError", "NotImplementedError",
+                           "torch.OutOfMemoryError", "torch.cuda.OutOfMemoryError", "torch.AcceleratorError",
+                           "ray.exceptions.OutOfMemoryError", "ray.exceptions.RayTaskError"))
 
 # words of a failure, in any form: a paste with none of them holds no error at all
 _ERROR_WORDS = ("rror", "ERROR", "xception", "ailed", "FAILED", "Killed", "killed", "out of memory", "Out of memory",

@@ -167,6 +167,7 @@ _PROSE_STAGE_GATES = ("load", "initiali", "start", "launch", "captur", "graph", 
 _PROSE_SAYS = {"startup": "at start-up (their words)", "cudagraph": "during CUDA-graph capture (their words)",
                "serving": "while serving (their words)"}
 # "killed by Kubernetes when memory crosses the limit", "经常oom直接被kill了", "the memory monitor kills the actor"
+_DEVICE_OOM_RE = Lazy(r"\b(?:CUDA|HIP|NPU|XPU|GPU|HPU|[Dd]evice)\b")
 _PROSE_KILL_RE = Lazy(r"(?i)(?<![a-z])kill(?:s|ed)?(?![a-z])|\bOOMKilled\b")
 _PROSE_MEM_RE = Lazy(r"(?i)\bmemory\b|\bRAM\b|内存|(?<![a-z])oom(?![a-z])")
 # a TPU's on-chip memory spaces (XLA's SMEM and VMEM), named by the person or the log
@@ -305,6 +306,7 @@ class Scanner:
         self.last_text = ""  # that line's text after any log prefix (where a paste with no error ends)
         self.vllm_seen = False  # the paste names vLLM anywhere (engine.match_stream sets it per window)
         self.said_error = False  # a word of failure somewhere in the paste (engine.match_stream)
+        self.device_oom: Fact | None = None  # an accelerator's out-of-memory exception in view
         # V1 tags each line with its process: `(APIServer pid=N)` is the OpenAI server, which holds no model
         self._api_line = False
         self.tb_api = False  # the last traceback runs in the API server process
@@ -453,6 +455,8 @@ class Scanner:
         if level not in ("INFO", "DEBUG", "WARNING") and _raises(stripped):
             self.open_tb = None  # the traceback ended with its exception
             self.failure = Fact(lineno, stripped, "error")
+            if "OutOfMemoryError" in stripped or ("out of memory" in stripped and _DEVICE_OOM_RE.search(stripped)):
+                self.device_oom = self.failure
         elif level in ("ERROR", "CRITICAL"):
             self.failure = Fact(lineno, stripped, "error")
             if "method" in stripped:
@@ -669,6 +673,8 @@ def host_facts(sc: Scanner) -> list[Fact]:
     strong = [f for f, s in sc.host if s]
     if strong:
         return strong[:3] + ([sc.died] if sc.died else [])
+    if sc.device_oom is not None and all(f.says.startswith("the person says") for f, _ in sc.host):
+        return []  # "the OOM killed the engine" about a device OOM in view is no host-RAM kill
     weak = sc.host[-1][0]
     if sc.died is not None:
         return [weak, sc.died]

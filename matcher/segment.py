@@ -67,6 +67,8 @@ CUES = {
         # building the model and its weights
         "create_weights", "process_weights_after_loading", "weight_loader", "initialize_model", "get_model",
         "init_cache_engine", "_init_cache", "profile_num_available_blocks",
+        # allocating the KV cache itself (V0's CacheEngine, V1's initialize_kv_cache): only start-up does
+        "_allocate_kv_cache", "initialize_kv_cache",
         "compile_or_warm_up_model", "EngineCore failed to start", "Engine core initialization failed", "warming up sampler",
         "warming up pooler", "Failed to load model", "Engine process failed to start",
         "WorkerProc failed to start",  # v1 multiproc worker_main: the worker died building itself

@@ -221,3 +221,27 @@ def test_an_exception_quoted_mid_sentence_is_read():
     text = ("which exceeded the available Mamba cache blocks during engine initialization: ValueError: max_num_seqs (1024) "
             "exceeds available Mamba cache blocks (524)\n")
     assert matcher().match(text).root_cause == "mamba-cache-blocks-below-max-num-seqs"
+
+
+def test_an_exception_class_missing_its_first_letter_is_restored():
+    # a terminal selection that starts one character late: "untimeError", "orch.cuda.OutOfMemoryError"
+    text = ("untimeError: CUDA error: out of memory\n"
+            "INFO 12-18 21:44:36 model_runner.py:394] Capturing the model for CUDA graphs. This may lead to unexpected "
+            "consequences if the model is not static.\n")
+    assert matcher().match(text).root_cause == "cuda-oom-during-cudagraph-capture"
+    assert matcher().match(text.replace("untimeError", "RuntimeError")).root_cause == "cuda-oom-during-cudagraph-capture"
+    # too short to tell, or the end of two classes: left as pasted
+    from kvkb.matcher.engine import Matcher
+
+    m = matcher()
+    assert m._restored_type("Error") == "Error" and m._restored_type("unknownThingError") == "unknownThingError"
+
+
+def test_the_persons_killed_about_a_device_oom_is_no_host_ram_kill():
+    text = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 640.00 MiB.\n"
+            "GPU 0 has a total capacity of 79.25 GiB of which 287.94 MiB is free.\n"
+            "The OOM killed the EngineCore and every in-flight request (`EngineDeadError`).\n")
+    assert "host-oom-killer" not in [m.id for m in matcher().match(text).matches]
+    # the same words with no device OOM in view still point at the host
+    words = "The OOM killed the EngineCore and every in-flight request, memory ran out.\n"
+    assert "host-oom-killer" in [m.id for m in matcher().match(words).matches]

@@ -214,3 +214,10 @@ def test_an_elision_line_cuts_the_timeline():
     tb_cut = (f"{P}Traceback (most recent call last):\n{P}...\n"
               + "\n".join(frame("vllm/v1/worker/gpu_model_runner.py", "execute_model", "x = self.model(y)")) + "\n" + P + TORCH_OOM + "\n")
     assert top(tb_cut)[0].root_cause == "cuda-oom-during-serving"
+
+
+def test_allocating_the_kv_cache_is_start_up():
+    # V0's CacheEngine allocates the KV cache once, while the engine starts
+    text = tb(frame("vllm/worker/cache_engine.py", "__init__", "self.gpu_cache = self._allocate_kv_cache("),
+              frame("vllm/worker/cache_engine.py", "_allocate_kv_cache", "layer_kv_cache = torch.zeros(alloc_shape,"))
+    assert top(text)[0].root_cause == "cuda-oom-during-startup"

@@ -878,7 +878,9 @@ _MEMORY_WORDS = ("out of memory", "OutOfMemory", "RESOURCE_EXHAUSTED", "Failed t
                  "memory for", "memory on device", "not enough memory", "Not enough memory", "insufficient memory")
 # Unmatched exceptions that are never a root cause: the process being told to stop, or generic
 # wrappers that point elsewhere
-_NOT_ROOT_TYPES = ("SystemExit", "KeyboardInterrupt", "CancelledError", "GeneratorExit", "StopIteration", "BrokenPipeError")
+_NOT_ROOT_TYPES = ("SystemExit", "KeyboardInterrupt", "CancelledError", "GeneratorExit", "StopIteration", "BrokenPipeError",
+                   # a process's death reported by whoever watched it (Ray, vLLM's engine client): never why
+                   "ActorDiedError", "RayActorError", "WorkerCrashedError", "ActorUnavailableError", "EngineDeadError")
 _WRAPPER_WORDS = ("root cause", "stack trace", "stacktrace", "hit an exception", "See the above", "see above")
 
 

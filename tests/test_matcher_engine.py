@@ -245,3 +245,12 @@ def test_the_persons_killed_about_a_device_oom_is_no_host_ram_kill():
     # the same words with no device OOM in view still point at the host
     words = "The OOM killed the EngineCore and every in-flight request, memory ran out.\n"
     assert "host-oom-killer" in [m.id for m in matcher().match(words).matches]
+
+
+def test_a_ray_actors_death_is_a_wrapper_not_a_non_memory_root():
+    # Ray reports that an actor died; why (often the kernel's OOM killer) is not in that line
+    text = ("ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n"
+            "\tclass_name: ActorWorker\n")
+    report = matcher().match(text)
+    assert report.not_memory is None
+    assert matcher().match("ValueError: something unrelated happened in the tokenizer config\n").not_memory is not None

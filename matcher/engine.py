@@ -848,12 +848,14 @@ _COMMON_TYPES = frozenset(("RuntimeError", "ValueError", "AssertionError", "KeyE
 _ERROR_WORDS = ("rror", "ERROR", "xception", "ailed", "FAILED", "Killed", "killed", "out of memory", "Out of memory",
                 "OOM", "Traceback", "atal", "FATAL", "panic", "Abort", "abort", "SIG", "Cannot allocate", "exceed")
 # a paste shows vLLM when it names it (a path, a logger, the banner, a command) or its engine process
-_VLLM_WORDS = ("vllm", "vLLM", "VLLM", "Vllm", "EngineCore")
+_VLLM_WORDS = ("vllm", "vLLM", "VLLM", "Vllm", "EngineCore", "tpu_inference")  # tpu_inference: vLLM's TPU backend
 # other programs that print the same runtime texts (torch's, NCCL's, XLA's OOM): inference engines, and
 # training code (vLLM never trains). Looked for only in a paste that never names vLLM, lower-cased.
 _OTHER_PROGRAMS = ("sglang", "tensorrt_llm", "tensorrt-llm", "trtllm", "ollama", "ggml", "llama.cpp", "llama_cpp",
                    "lmdeploy", "text_generation_server", "text-generation-inference", "mlc_llm", "exllama", "easydel",
-                   "maxtext", "train_step", "training_step", "deepspeed", "megatron")
+                   "maxtext", "train_step", "training_step", "deepspeed", "megatron",
+                   # frames of the libraries that load and train models without vLLM (Hugging Face's stack)
+                   "/transformers/modeling_", "/accelerate/", "/peft/", "/trl/trainer/", "/llamafactory/")
 # Hugging Face transformers' JAX models (FlaxGemmaForCausalLM...): a program that is not vLLM (vLLM's own
 # JAX models, tpu-inference, are not named so)
 _HF_FLAX_RE = Lazy(r"\bflax[a-z0-9]+for(?:causallm|conditionalgeneration|seq2seqlm|maskedlm)")

@@ -254,3 +254,20 @@ def test_a_ray_actors_death_is_a_wrapper_not_a_non_memory_root():
     report = matcher().match(text)
     assert report.not_memory is None
     assert matcher().match("ValueError: something unrelated happened in the tokenizer config\n").not_memory is not None
+
+
+def test_a_traceback_of_hugging_faces_loader_with_no_vllm_is_another_program():
+    # a trainer loading checkpoint shards onto the NPU with transformers/accelerate: torch_npu's OOM text,
+    # no vLLM anywhere; the vLLM entry's advice would not apply
+    text = ('  File "/usr/lib/python3.10/site-packages/transformers/modeling_utils.py", line 936, in _load_state_dict_into_meta_model\n'
+            "    set_module_tensor_to_device(model, param_name, param_device, **set_module_kwargs)\n"
+            '  File "/usr/lib/python3.10/site-packages/accelerate/utils/modeling.py", line 400, in set_module_tensor_to_device\n'
+            "    new_value = value.to(device)\n"
+            "RuntimeError: NPU out of memory. Tried to allocate 386.00 MiB (NPU 2; 60.97 GiB total capacity; 59.57 GiB "
+            "already allocated; 59.57 GiB current active; 16.54 MiB free; 60.06 GiB reserved in total by PyTorch)\n")
+    report = matcher().match(text)
+    assert report.root_cause is None and report.matches[0].id == "npu-out-of-memory"
+    assert report.matches[0].confidence == "likely"
+    # under vLLM (its frames in the paste) the same lines are vLLM's
+    vllm = '  File "/usr/lib/python3.10/site-packages/vllm/model_executor/model_loader/loader.py", line 9, in load_model\n'
+    assert matcher().match(vllm + text).root_cause == "npu-out-of-memory"

@@ -225,12 +225,14 @@ class Matcher:
         said_error = False  # a word of failure anywhere: an error the segmenter does not read as one is still one
         for first, offset, window in read.windows(stream, self.anchors, stats, self.words, self.cover):
             lines = split_lines(window)
+            # whole-window searches, for a paste's size only: a big log is vLLM's and holds an error
+            small = len(window) <= _PASTE_SCAN
             if not said_error:
-                said_error = any(w in window for w in _ERROR_WORDS)
+                said_error = not small or any(w in window for w in _ERROR_WORDS)
             if not scanner.vllm_seen:
-                scanner.vllm_seen = any(w in window for w in _VLLM_WORDS)
+                scanner.vllm_seen = not small or any(w in window for w in _VLLM_WORDS)
                 if not scanner.vllm_seen and scanner.other_program is None:
-                    low = window.lower() if len(window) < _OTHER_SCAN else window[:_OTHER_SCAN].lower()
+                    low = window.lower()
                     scanner.other_program = next((w for w in _OTHER_PROGRAMS if w in low), None)
                     if scanner.other_program is None and "flax" in low:
                         hf = _HF_FLAX_RE.search(low)
@@ -859,7 +861,7 @@ _OTHER_PROGRAMS = ("sglang", "tensorrt_llm", "tensorrt-llm", "trtllm", "ollama",
 # Hugging Face transformers' JAX models (FlaxGemmaForCausalLM...): a program that is not vLLM (vLLM's own
 # JAX models, tpu-inference, are not named so)
 _HF_FLAX_RE = Lazy(r"\bflax[a-z0-9]+for(?:causallm|conditionalgeneration|seq2seqlm|maskedlm)")
-_OTHER_SCAN = 1 << 20  # of a window: enough for a paste; a big log names vLLM long before
+_PASTE_SCAN = 1 << 20  # a window up to this size is searched whole for the words above
 _ORIGIN_WORDS = {"torch": "PyTorch", "cuda": "CUDA", "nccl": "NCCL", "xla": "XLA", "jax": "JAX", "ray": "Ray",
                  "kernel": "the Linux kernel", "python": "Python", "pydantic": "pydantic", "oneapi": "oneAPI",
                  "ascend": "Ascend's runtime", "gaudi": "Gaudi's runtime", "lmcache": "LMCache", "other": "another program"}

@@ -308,7 +308,7 @@ class Scanner:
         self.said_error = False  # a word of failure somewhere in the paste (engine.match_stream)
         self.device_oom: Fact | None = None  # an accelerator's out-of-memory exception in view
         # V1 tags each line with its process: `(APIServer pid=N)` is the OpenAI server, which holds no model
-        self._api_line = False
+        self._prefixed: tuple = ()
         self.tb_api = False  # the last traceback runs in the API server process
         self.other_program: str | None = None  # another engine or a trainer the paste names, when it never names vLLM
         self.phase: tuple[int, str, str] | None = None  # (line, text, step) of the last start-up step seen
@@ -339,10 +339,9 @@ class Scanner:
         """Per line: (start-up, stage, step, (line, text) of the milestone that set the stage)."""
         out = []
         for lineno, content, level, prefixed, fence in parsed:
-            self._api_line = False
+            self._prefixed = prefixed  # read only where a traceback starts (which process it runs in)
             if prefixed:
                 self._tags(prefixed)
-                self._api_line = any(p.startswith("(APIServer") for p in prefixed)
             if not fence and content:
                 self._line(lineno, content, level)
             out.append((len(self.startups) - 1, self.stage, self.step, self.stage_at))
@@ -361,13 +360,16 @@ class Scanner:
                 if dev:
                     self.devices[dev.lastgroup] = self.devices.get(dev.lastgroup, 0) + 1
 
+    def _api_process(self) -> bool:
+        return any(p.startswith("(APIServer") for p in self._prefixed) if self._prefixed else False
+
     def _line(self, lineno: int, content: str, level: str | None) -> None:
         stripped = content.strip()
         if not stripped:
             return
         self.last_at = lineno
         self.last_text = stripped
-        if stripped in _ELISIONS and self.open_tb is None:
+        if len(stripped) <= _ELISION_MAX and stripped in _ELISIONS and self.open_tb is None:
             # the person cut lines out here: start-up may have gone on, finished, even served, in them;
             # the last step seen above says nothing about what comes below (inside a traceback "..."
             # only skips frames)
@@ -402,7 +404,7 @@ class Scanner:
                 self.open_tb = Fact(lineno, stripped, "a traceback starts here")
                 self.frames = []
             if len(self.frames) <= 1:  # its process: where the traceback starts (a worker's method line may lead)
-                self.tb_api = self._api_line
+                self.tb_api = self._api_process()
             self.frames.append((lineno, frame.group("func") or "", frame.group("path")))
             self.raise_line = None
             self.last_tb = self.frames
@@ -448,7 +450,7 @@ class Scanner:
             self.open_tb = Fact(lineno, stripped, "a traceback starts here")
             self.last_tb = self.frames
             self.last_raise = None
-            self.tb_api = self._api_line
+            self.tb_api = self._api_process()
             return
         if stripped[:1] in "^~" and not stripped.strip("^~ "):
             return  # carets under a source line
@@ -659,7 +661,8 @@ HOST_MEMORY = "category:host-memory"  # resolved by the engine to the host-memor
 _CALLED = "called from the line above"  # a frame read off a source line's call
 
 
-# a line that stands for lines the person left out
+# a line that stands for lines the person left out (a length check first: hashing every long line costs)
+_ELISION_MAX = 12
 _ELISIONS = frozenset(("...", "…", "....", "[...]", "(...)", "<...>", "[…]", "(…)", "<snip>", "[snip]", "[snipped]",
                        "# ...", "...snip...", "<truncated>", "[truncated]"))
 

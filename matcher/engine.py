@@ -18,7 +18,7 @@ from .literal import cut_through, walk
 from .logsites import Sites, site_of, stated_release
 from .normalize import Lazy
 from .score import Table, meaning_differs
-from .segment import CUES, Record, parse, segment, segment_parsed, split_lines, stage
+from .segment import Record, cues_of, parse, segment, segment_parsed, split_lines, stage
 
 DEFAULT_BASE_URL = "https://kvkb.github.io/kvkb/"
 NEW_ISSUE_URL = "https://github.com/kvkb/kvkb/issues/new"
@@ -136,8 +136,8 @@ class Matcher:
         self._stage_ooms: dict[str, str] | None = None
         self._meta: dict[str, tuple[bool, frozenset]] | None = None
         self._logsites: Sites | None = None
-        # every cause sign of the KB: looked for in each window read, so a fix can follow what the log shows
         self._types: frozenset[str] | None = None
+        # every cause sign of the KB: looked for in each window read, so a fix can follow what the log shows
         self.signs = sorted({sg for e in self.entries for c in e.get("signed", ()) for sg in c["signs"]})
 
     @classmethod
@@ -619,8 +619,8 @@ class Matcher:
             # new-entry link still quotes the first line worth quoting
             shown = not_memory or first_error
             report.first_error = shown.text if shown else None
-            if (shown is None and scanner.failure is None and not scanner.truncated and scanner.open_tb is None
-                    and not scanner.last_tb and not scanner.said_error):
+            if (shown is None and scanner.failure is None and not scanner.truncated and not scanner.last_tb
+                    and not scanner.said_error):
                 # nothing failed in view: the paste stops before the failure (or is prose about it); a
                 # new-entry proposal would quote an ordinary line, so ask for the lines after the last one
                 report.no_error = {"line": scanner.last_at if records and records[-1].line is not None else None,
@@ -866,8 +866,8 @@ _ORIGIN_WORDS = {"torch": "PyTorch", "cuda": "CUDA", "nccl": "NCCL", "xla": "XLA
                  "kernel": "the Linux kernel", "python": "Python", "pydantic": "pydantic", "oneapi": "oneAPI",
                  "ascend": "Ascend's runtime", "gaudi": "Gaudi's runtime", "lmcache": "LMCache", "other": "another program"}
 
-CUT_LINE_MIN = 6
-CUT_ANCHOR = 16  # characters of a wording's start to find it inside a cut last line  # characters of a cut error message that must be there to say whose wording it begins
+CUT_LINE_MIN = 6  # characters of a cut error message that must be there to say whose wording it begins
+CUT_ANCHOR = 16  # literal characters of a wording a cut last line must hold, after whatever came first
 # a qualified exception class cut mid-name (`ray.exceptions.OutOfMe`): a dotted module path, then the start of a class
 _CUT_CLASS_RE = Lazy(r"^[a-z_][\w]*(?:\.[a-z_]\w*)*\.[A-Z]\w{2,}$")
 
@@ -915,10 +915,8 @@ def _non_memory_root(unmatched: list[Record], startup: int) -> Record | None:
 def _frame_showing(frames: list[tuple[int, str, str]], at: str) -> tuple[int, str] | None:
     """(line, text) of a frame of a traceback no error line closed (a cut paste) whose function is one of
     the stage's cues: where the log shows that stage when no error record holds the frame."""
-    cues = CUES.get(at, ())
     for line, func, path in frames:
-        name = func.lower() if at == "cudagraph" else func
-        if func and any(c in name for c in cues):
+        if func and at in cues_of(func):
             return line, f'File "{path}", in {func}'
     return None
 

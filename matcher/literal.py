@@ -116,4 +116,4 @@ def cut_through(text: str, sig: dict) -> int:
         if " " in rest[:len(rest) - j].strip():
             return 0
         return got + j
-    return 0 if pos >= len(t) or not sig["gaps"][-1] else 0  # every literal found: whole, or more after it
+    return 0  # every literal found: a whole wording (or more after it), no cut

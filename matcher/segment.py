@@ -308,8 +308,9 @@ def parse(lines: list[tuple[int, str]]) -> list[tuple]:
 UNFLATTEN_MIN = 200
 _HEAD = (r"(?:\([\w.-]+ pid=\d+(?:, ip=[\d.]+)?\) )?(?:\[rank\d+\]:\s?)?(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\s+"
          r"\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?")
-_RECORD_START_RE = Lazy(r"\s(?=" + _HEAD + r"|Traceback \(most recent call last\):|The above exception was the direct cause"
-                        r"|During handling of the above exception)")
+_CHAIN_HEADS = ("Traceback (most recent call last):", "The above exception was the direct cause",
+                "During handling of the above exception")
+_RECORD_START_RE = Lazy(r"\s(?=" + "|".join([_HEAD] + [re.escape(h) for h in _CHAIN_HEADS]) + ")")
 _HEAD_RE = Lazy(r"^" + _HEAD + r"\s+\[?[\w./-]+:\d+\]\s?")
 _HEAD_END_RE = Lazy(r":\d+\]\s*$")
 _FLAT_FRAME_RE = Lazy(r'\s*(?=File "[^"]+", line \d+, in )')
@@ -324,7 +325,8 @@ def unflatten(line: str) -> list[str]:
         return [line]
     # a traceback's header right after a logger header is that log line's text, not a line of its own
     starts = [m.start() for m in _RECORD_START_RE.finditer(line, 1)
-              if line[m.start() + 1] not in "TD" or not _HEAD_END_RE.search(line, max(0, m.start() - 8), m.start() + 1)]
+              if not line.startswith(_CHAIN_HEADS, m.start() + 1)
+              or not _HEAD_END_RE.search(line, max(0, m.start() - 8), m.start() + 1)]
     frames = line.count('File "')
     if len(starts) + frames < 2:
         return [line]

@@ -556,7 +556,7 @@ class Matcher:
                 m.notes = {**m.notes, "advisory": "vLLM prints this line on healthy runs too: it is a hint, not the failure"}
             elif foreign:
                 m.confidence = "likely"
-                m.evidence.append(Fact(rec.line, rec.text, f"but this is {_ORIGIN_WORDS.get(foreign, foreign)}'s text, which "
+                m.evidence.append(Fact(rec.line, rec.text, f"but this is {foreign}'s text, which "
                                        f"other programs print too, and the paste shows {scanner.other_program!r}, never "
                                        "vLLM: if vLLM did run, paste its log to confirm"))
             elif is_conf and rstage and runner is not None and self._stage_decided(entry, base, exact, runner):
@@ -862,9 +862,6 @@ _OTHER_PROGRAMS = ("sglang", "tensorrt_llm", "tensorrt-llm", "trtllm", "ollama",
 # JAX models, tpu-inference, are not named so)
 _HF_FLAX_RE = Lazy(r"\bflax[a-z0-9]+for(?:causallm|conditionalgeneration|seq2seqlm|maskedlm)")
 _PASTE_SCAN = 1 << 20  # a window up to this size is searched whole for the words above
-_ORIGIN_WORDS = {"torch": "PyTorch", "cuda": "CUDA", "nccl": "NCCL", "xla": "XLA", "jax": "JAX", "ray": "Ray",
-                 "kernel": "the Linux kernel", "python": "Python", "pydantic": "pydantic", "oneapi": "oneAPI",
-                 "ascend": "Ascend's runtime", "gaudi": "Gaudi's runtime", "lmcache": "LMCache", "other": "another program"}
 
 CUT_LINE_MIN = 6  # characters of a cut error message that must be there to say whose wording it begins
 CUT_ANCHOR = 16  # literal characters of a wording a cut last line must hold, after whatever came first

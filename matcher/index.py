@@ -17,7 +17,7 @@ import re
 import sys
 
 # Bump when normalise(), the index layout or what is derived at build time changes.
-FORMAT = 26
+FORMAT = 27
 # whose texts only a vLLM run prints: vLLM's Python and C++ code (an invented text is no one's)
 VLLM_ORIGINS = frozenset(("vllm", "vllm-csrc", "invented"))
 INDEX_NAME = ".index.marshal"
@@ -139,6 +139,7 @@ def _fix_record(fix) -> dict:
 def build(entries) -> tuple[dict, dict]:
     """(match index, explain data) from validated Entry objects."""
     from kvkb import template
+    from kvkb.entry import ORIGIN_NAMES
 
     index = {"format": FORMAT, "entries": [], "signatures": [], "anchors": list(BASE_ANCHORS)}
     explain = {}
@@ -175,7 +176,7 @@ def build(entries) -> tuple[dict, dict]:
                                  sig.template, _instance(template, sig), list(sig.samples), list(entry.tags))
                 | ({"advisory": True} if sig.advisory else {})
                 # a runtime's text (torch, NCCL, XLA, Ray, the kernel) that other programs print too
-                | ({"shared": sig.origin} if sig.origin not in VLLM_ORIGINS else {})
+                | ({"shared": ORIGIN_NAMES.get(sig.origin, sig.origin)} if sig.origin not in VLLM_ORIGINS else {})
             )
             short = (sig.exception or "").rsplit(".", 1)[-1]
             if sig.exception and not any(a in short for a in anchors):

@@ -10,7 +10,7 @@ from packaging.version import Version
 
 from kvkb.atlas.check import explained
 from kvkb.atlas.store import Atlas, AtlasError, load_default, spans
-from kvkb.entry import Entry, Signature
+from kvkb.entry import ORIGIN_NAMES, Entry, Signature
 
 VLLM_BLOB = "https://github.com/vllm-project/vllm/blob"
 _SAFE_PATH = re.compile(r"^[\w./-]+$")
@@ -22,15 +22,6 @@ def source_url(version: str, path: str, line: int | None) -> str:
     if not _SAFE_PATH.match(path):
         raise ValueError(f"not a source path: {path!r}")
     return f"{VLLM_BLOB}/v{version}/{path}" + (f"#L{line}" if line else "")
-
-
-# who prints a text that is not vLLM's Python code's (Signature.origin)
-ORIGIN_NAMES = {
-    "vllm-csrc": "vLLM's compiled C++/CUDA extension", "torch": "PyTorch", "cuda": "the CUDA runtime",
-    "nccl": "NCCL", "xla": "XLA", "jax": "JAX", "gaudi": "Habana Gaudi's runtime", "ascend": "the Ascend runtime",
-    "oneapi": "Intel oneAPI", "lmcache": "LMCache", "pydantic": "pydantic", "ray": "Ray", "kernel": "the Linux kernel",
-    "python": "Python", "other": "another program",
-}
 
 
 def _releases_in(sig: Signature, atlas: Atlas) -> set[int]:

@@ -522,7 +522,9 @@ class Matcher:
             # (SGLang, TensorRT-LLM, Ollama, a JAX trainer) print it too, and this entry's advice is vLLM's
             foreign = self.table.sigs[si].get("shared") \
                 if is_conf and not scanner.vllm_seen and scanner.other_program else None
-            if foreign:
+            # ... or raised in a whole traceback none of whose frames is vLLM's (a trainer beside it)
+            raised_by = scanner.foreign_tb.get(rec.line) if is_conf and self.table.sigs[si].get("shared") else None
+            if foreign or raised_by:
                 is_conf = False
             against = self._stage_contradicts(entry, rec) if is_conf else None
             if against:
@@ -554,6 +556,11 @@ class Matcher:
                 m.evidence.append(Fact(rec.line, rec.text, f"close to {eid}'s wording, but {differs}: another error"))
             elif advisory:
                 m.notes = {**m.notes, "advisory": "vLLM prints this line on healthy runs too: it is a hint, not the failure"}
+            elif raised_by:
+                m.confidence = "likely"
+                m.evidence.append(Fact(rec.line, rec.text, f"but the traceback above it is whole and none of its frames is "
+                                       f"vLLM's: {raised_by!r} raised it, so vLLM's advice may not apply; if vLLM's "
+                                       "own process failed too, paste its traceback"))
             elif foreign:
                 m.confidence = "likely"
                 m.evidence.append(Fact(rec.line, rec.text, f"but this is {foreign}'s text, which "

@@ -157,13 +157,15 @@ _SAYS_OOM_RE = Lazy(r"(?i)(?<![a-z])OOMs?(?![a-z])|out of memory|OutOfMemory|显
 _SAYS_WAKE_RE = Lazy(r"(?i)(?<![a-z])wak(?:e[ _-]?up|ing up)")
 _NEAR = 3  # lines between the person's "OOM" and the step they name
 # the step a person names in words: (stage, regex) as named groups
-_PROSE_STAGE_RE = Lazy(r"(?i)(?P<startup>\bwhile (?:the )?model is loading|\bloading (?:[\w.-]+ ){0,3}?(?:model|weights|checkpoint)s?\b|\b(?:when|while) (?:initiali[sz]ing|starting|launching|loading)\b|\bat start-?up\b|\bduring start-?up\b)"
+_PROSE_STAGE_RE = Lazy(r"(?i)(?P<startup>\bwhile (?:the )?model is loading|\bloading (?:[\w.-]+ ){0,3}?(?:model|weights|checkpoint)s?\b|\b(?:when|while) (?:i )?(?:try(?:ing)? to )?(?:initiali[sz]|start|launch|load|deploy)(?:e|es|ed|ing)?\b|\b(?:at|on|during) (?:the )?(?:server |engine |vllm |model )?start-?up\b"
+                       r"|\bduring (?:the )?(?:vllm'?s? |engine |model |server )?(?:initiali[sz]ation|init|loading|launch)\b|\b(?:fails?|failed|unable|can ?not|can't) to (?:start|launch|load)\b|加载|启动|初始化)"
                        r"|(?P<cudagraph>\bcapturing (?:the )?(?:cuda ?graphs?|cudagraphs?)|\bcuda ?graph capture)"
-                       r"|(?P<serving>\b(?:while|when|during) (?:serving|generating|inference|rollout|decoding|prefill)\b)")
+                       r"|(?P<serving>\b(?:while|when|during) (?:serving|generating|inference|rollout|decoding|prefill|benchmarking)\b|\bduring (?:the )?(?:generation|decode|evaluation|benchmark)\b|\bunder (?:heavy |high )?load\b|\bafter (?:running for |serving for )?(?:some|a few|several|many|\d+) (?:requests|hours|minutes)\b|推理时|推理过程|生成时)")
 # "insufficient KV cache memory", "not enough KV cache", "the KV cache is too small"
 _PROSE_KV_RE = Lazy(r"(?i)\b(?:insufficient|not enough|too little|no available)\b[^.]{0,30}?\bkv[ -]?cache\b"
                     r"|\bkv[ -]?cache\b[^.]{0,30}?\b(?:is too small|too small|not enough|insufficient)\b")
-_PROSE_STAGE_GATES = ("load", "initiali", "start", "launch", "captur", "graph", "while", "when", "during")
+_PROSE_STAGE_GATES = ("load", "initiali", "start", "launch", "captur", "graph", "while", "when", "during", "after", "加载",
+                      "启动", "初始化", "推理", "生成")
 _PROSE_SAYS = {"startup": "at start-up (their words)", "cudagraph": "during CUDA-graph capture (their words)",
                "serving": "while serving (their words)"}
 # "killed by Kubernetes when memory crosses the limit", "经常oom直接被kill了", "the memory monitor kills the actor"
@@ -311,6 +313,11 @@ class Scanner:
         self._prefixed: tuple = ()
         self.tb_api = False  # the last traceback runs in the API server process
         self.other_program: str | None = None  # another engine or a trainer the paste names, when it never names vLLM
+        # exception line -> the program whose frames raised it: a whole traceback (its head in view, no
+        # frames left out) in which no frame and no source line is vLLM's
+        self.foreign_tb: dict[int, str] = {}
+        self._tb_whole = False  # the open traceback's head is in view and nothing was left out of it
+        self._tb_vllm = False  # a frame or source line of the open traceback is vLLM's
         self.phase: tuple[int, str, str] | None = None  # (line, text, step) of the last start-up step seen
         self._ipython = False  # IPython frames: only the `-->` source lines ran
         self.says_space: Fact | None = None  # SMEM / VMEM named anywhere
@@ -403,6 +410,9 @@ class Scanner:
             if self.open_tb is None:
                 self.open_tb = Fact(lineno, stripped, "a traceback starts here")
                 self.frames = []
+                self._tb_whole = self._tb_vllm = False  # its head is not in view
+            if not self._tb_vllm and _names_vllm(content):
+                self._tb_vllm = True
             if len(self.frames) <= 1:  # its process: where the traceback starts (a worker's method line may lead)
                 self.tb_api = self._api_process()
             self.frames.append((lineno, frame.group("func") or "", frame.group("path")))
@@ -411,7 +421,11 @@ class Scanner:
             self.last_raise = None
             return
         source = self.open_tb is not None and (stripped.startswith("-->") if self._ipython else content[:1].isspace())
+        if self.open_tb is not None and len(stripped) <= _ELISION_MAX and stripped in _ELISIONS:
+            self._tb_whole = False  # the person left frames out
         if source:
+            if not self._tb_vllm and _names_vllm(stripped):
+                self._tb_vllm = True
             # the source line under a frame: the function it calls was running too (a paste cut
             # right after it still says where the failure was); a worker method called by name too
             called = [f for q, f in _QCALL_RE.findall(stripped) if not q or q.split(".", 1)[0] not in _OTHER_MODULES]
@@ -439,6 +453,9 @@ class Scanner:
                 if self.open_tb is None or stripped.startswith("Traceback (most recent call last)"):
                     self.open_tb = Fact(lineno, stripped[:200], "a traceback starts here (flattened onto one line)")
                     self.frames = []
+                    self._tb_whole, self._tb_vllm = stripped.startswith("Traceback (most recent call last)"), False
+                if not self._tb_vllm and _names_vllm(stripped):
+                    self._tb_vllm = True
                 self.frames.extend(inline)
                 self.last_tb = self.frames
                 self.last_raise = None
@@ -451,6 +468,7 @@ class Scanner:
             self.last_tb = self.frames
             self.last_raise = None
             self.tb_api = self._api_process()
+            self._tb_whole, self._tb_vllm = True, False
             return
         if stripped[:1] in "^~" and not stripped.strip("^~ "):
             return  # carets under a source line
@@ -459,6 +477,11 @@ class Scanner:
             self.failure = Fact(lineno, stripped, "error")
             if "OutOfMemoryError" in stripped or ("out of memory" in stripped and _DEVICE_OOM_RE.search(stripped)):
                 self.device_oom = self.failure
+            if self._tb_whole and not self._tb_vllm and len(self.foreign_tb) < 64:
+                owner = _frames_owner(self.frames)
+                if owner:
+                    self.foreign_tb[lineno] = owner
+            self._tb_whole = False
         elif level in ("ERROR", "CRITICAL"):
             self.failure = Fact(lineno, stripped, "error")
             if "method" in stripped:
@@ -686,6 +709,43 @@ def host_facts(sc: Scanner) -> list[Fact]:
     return []
 
 
+# packages whose frames run under any program (the runtime, kernels, the standard library's helpers,
+# web servers): a traceback of only these shows no program of its own
+_RUNTIME_PACKAGES = frozenset(("torch", "torch_npu", "torch_xla", "jax", "jaxlib", "triton", "numpy", "ray", "safetensors",
+                               "flash_attn", "xformers", "flashinfer", "cupy", "nccl", "uvicorn", "uvloop", "starlette",
+                               "fastapi", "anyio", "concurrent", "asyncio", "multiprocessing", "threading", "runpy",
+                               "importlib", "functools", "contextlib", "site-packages", "dist-packages", "_pytest",
+                               "pluggy", "IPython", "ipykernel", "tornado", "click", "typer", "fire"))
+_PKG_RE = Lazy(r"[/\\](?:site|dist)-packages[/\\]([A-Za-z_][\w.-]*?)(?:[/\\]|\.py$)")
+
+
+def _names_vllm(text: str) -> bool:
+    """vLLM's name in a traceback's frame or source line (a path, an import, the engine's classes)."""
+    return any(w in text for w in _VLLM_NAMES)
+
+
+_VLLM_NAMES = ("vllm", "vLLM", "VLLM", "EngineCore", "tpu_inference", "LLM(", "LLMEngine")
+
+
+def _frames_owner(frames: list[tuple[int, str, str]]) -> str | None:
+    """The program a traceback's frames belong to when none is vLLM's: its first frame outside the
+    runtime and the standard library (an installed package's name, else the script's file name)."""
+    for _, _, path in frames:
+        if not path or path[:1] == "<" or path in (_CALLED, _METHOD):
+            continue
+        p = path.replace("\\", "/")
+        m = _PKG_RE.search(p)
+        if m:
+            pkg = m.group(1).split(".", 1)[0] if not m.group(1).endswith(".py") else m.group(1)[:-3]
+            if pkg not in _RUNTIME_PACKAGES and not pkg.startswith("_"):
+                return pkg
+            continue
+        if "/lib/python" in p or "/lib64/python" in p or "\\lib\\" in path.lower():
+            continue  # the standard library
+        return p.rsplit("/", 1)[-1]
+    return None
+
+
 def _vllm_frame(path: str) -> bool:
     """A frame in vLLM's own code (the table is read from vLLM's code), or a call on a source line."""
     return "vllm" in path or path == _CALLED
@@ -871,8 +931,8 @@ def phase_hints(sc: Scanner, stage_entries: dict) -> list[Hint]:
             for h in out:
                 h.facts = h.facts + [said]
         return out
-    if said is None:
-        return out
+    if said is None or (sc.other_program and not sc.vllm_seen):
+        return out  # (another program's paste: its "out of memory" says nothing of vLLM's stages)
     # where it was: the traceback's frames, the log's last step, a start-up line with no later step,
     # the step the person names; a device other than CUDA/ROCm has one OOM entry whatever the stage
     where: Fact | None = None

@@ -271,3 +271,43 @@ def test_a_traceback_of_hugging_faces_loader_with_no_vllm_is_another_program():
     # under vLLM (its frames in the paste) the same lines are vLLM's
     vllm = '  File "/usr/lib/python3.10/site-packages/vllm/model_executor/model_loader/loader.py", line 9, in load_model\n'
     assert matcher().match(vllm + text).root_cause == "npu-out-of-memory"
+
+
+def test_an_oom_raised_in_a_whole_traceback_with_no_vllm_frame_is_not_vllms():
+    # RL frameworks run a trainer beside vLLM: the trainer's OOM, in a traceback whose head is in view
+    # and none of whose frames is vLLM's, is not vLLM's error even when the paste names vLLM elsewhere
+    tb = ("INFO 03-01 10:00:00 [gpu_model_runner.py:1800] Model loading took 14.2 GiB and 12.3 seconds\n"
+          "Application startup complete.\n"
+          "Traceback (most recent call last):\n"
+          '  File "/opt/conda/lib/python3.10/runpy.py", line 196, in _run_module_as_main\n'
+          '  File "/opt/conda/lib/python3.10/site-packages/verl/trainer/fsdp_workers.py", line 88, in update_actor\n'
+          "    loss.backward()\n"
+          '  File "/opt/conda/lib/python3.10/site-packages/torch/_tensor.py", line 521, in backward\n'
+          "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+          "79.25 GiB of which 1.02 GiB is free.\n")
+    report = matcher().match(tb)
+    assert report.root_cause is None
+    m = report.matches[0]
+    assert m.id == "cuda-oom-during-serving" and m.confidence == "likely"
+    assert any("'verl'" in f.says and "none of its frames is vLLM's" in f.says for f in m.evidence)
+    # one vLLM frame in it: vLLM's error, confident
+    vllm = tb.replace("  File \"/opt/conda/lib/python3.10/site-packages/torch/_tensor.py\"",
+                      '  File "/opt/conda/lib/python3.10/site-packages/vllm/v1/worker/gpu_model_runner.py", line 9, in execute_model\n'
+                      '  File "/opt/conda/lib/python3.10/site-packages/torch/_tensor.py"')
+    assert matcher().match(vllm).root_cause == "cuda-oom-during-serving"
+    # its head cut off, or frames left out by the person: whose frames they were is not known
+    headless = tb.replace("Traceback (most recent call last):\n", "")
+    assert matcher().match(headless).root_cause == "cuda-oom-during-serving"
+    elided = tb.replace("    loss.backward()\n", "    loss.backward()\n...\n")
+    assert matcher().match(elided).root_cause == "cuda-oom-during-serving"
+
+
+def test_another_programs_out_of_memory_gets_no_vllm_stage_from_words():
+    # llama.cpp's log says "out of memory" and "failed to load model": its stages are not vLLM's
+    text = ("ggml_backend_cuda_buffer_type_alloc_buffer: allocating 14136.04 MiB on device 0: cudaMalloc failed: out of memory\n"
+            "srv    load_model: failed to load model, 'models/x.gguf'\n")
+    assert [m.id for m in matcher().match(text).matches if m.confidence != "possible"] == []
+    # the same words from a person running vLLM: the start-up OOM, likely
+    said = "When I launch vllm serve it fails to load the model: CUDA out of memory\n"
+    m = matcher().match(said).matches[0]
+    assert (m.id, m.confidence) == ("cuda-oom-during-startup", "likely")

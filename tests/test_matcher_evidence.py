@@ -323,6 +323,10 @@ def test_the_persons_words_name_the_device_the_step_and_a_kill():
     # the step they name, when the log shows none
     assert _likely(["Same here when loading Qwen1.5 7B model: it throws a torch.cuda.OutOfMemoryError."]) == \
         ["cuda-oom-during-startup"]
+    assert _likely(["Resolves `CUDA out of memory` errors during vLLM initialization on 8x H100."]) == ["cuda-oom-during-startup"]
+    assert _likely(["加载Llama2-13b-Chat 出现CUDA out of memory"]) == ["cuda-oom-during-startup"]
+    assert _likely(["It runs fine, then OOMs after a few hours under heavy load."]) == ["cuda-oom-during-serving"]
+    assert _likely(["It OOMs, no idea why."]) == []  # no step named: no stage to give
     # killed as memory ran out, in their words: the host-memory entries
     assert "category:host-memory" in _likely(["128gb的内存，跑着跑着就经常oom直接被kill了"])
     assert "category:host-memory" in _likely(["Container is killed by Kubernetes when memory crosses the defined limit"])

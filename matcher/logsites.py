@@ -22,7 +22,7 @@ STAGE_WORDS = {"startup": "start-up", "cudagraph": "CUDA-graph capture", "servin
 # vLLM's own format: "%(levelname)s %(asctime)s [%(filename)s:%(lineno)d] %(message)s" (datefmt
 # "%m-%d %H:%M:%S"; before ~0.6.4 without the opening bracket; newer releases show the path under vllm/).
 # Only ERROR and CRITICAL: the table holds only calls at those levels.
-_SITE_RE = Lazy(r"(?:^|[\s|)\]])(?:ERROR|CRITICAL)\s+\d\d-\d\d\s+\d\d:\d\d:\d\d(?:\.\d+)?\s+\[?"
+_SITE_RE = Lazy(r"(?:^|[\s|)\]\"'])(?:ERROR|CRITICAL)\s+\d\d-\d\d\s+\d\d:\d\d:\d\d(?:\.\d+)?\s+\[?"
                 r"(?:[\w.-]+/)*(?P<file>[\w.-]+\.py):(?P<line>\d+)\]")
 # a release the paste states: the server's banner, the engine's config line, collect_env, a pip pin
 _RELEASE_RE = Lazy(r"(?:vLLM API server version|LLM engine \(v|vLLM Version:|vllm==|vllm version:?)\s*v?"

@@ -81,7 +81,8 @@ _PREFIXES = [
     ("tag", re.compile(r"\[[A-Za-z][\w.-]{0,40}\]:?\s+")),
     ("tag", re.compile(r"\([A-Z][\w.-]{0,40}\)\s+")),
     # markdown or e-mail quoting, a REPL prompt
-    ("tag", re.compile(r"(?:>+|>>>)\s?(?=\S)")),
+    # (one space after it: a quoted traceback keeps its own indentation)
+    ("tag", re.compile(r"(?:>+|>>>)(?: ?(?=\S|\s+\S)|\s*$)")),
     # a level word alone ("INFO Started server process", "WARNING something")
     ("head", re.compile(_LEVELS + r"\s+(?=\S)")),
 ]

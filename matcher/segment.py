@@ -281,6 +281,11 @@ def parse(lines: list[tuple[int, str]]) -> list[tuple]:
     of its own (with the stored line's number); so is each line of a log flattened onto one line."""
     parsed = []
     for lineno, raw in lines:
+        if ("\\" in raw or raw[:1] == "{") and (raw[:1] == "{" or "\\n" in raw):
+            inner = unescape_log(raw)
+            if inner is not None:
+                parsed.extend((lineno,) + p[1:] for p in parse([(lineno, ln) for ln in inner]))
+                continue
         if ("<" in raw or "&" in raw) and _HTML_ANY_RE.search(raw):
             for piece in unhtml(raw):
                 for part in unflatten(piece):
@@ -299,6 +304,47 @@ def parse(lines: list[tuple[int, str]]) -> list[tuple]:
             content = content.replace("```", "").strip()
         parsed.append((lineno, content, level, prefixed, False))
     return parsed
+
+
+# A log stored as data: a JSON record per line (Docker's json-file driver, Kubernetes' and cloud
+# loggers' exports: {"log": "...\\n", ...}), or a log kept as one string with its line breaks escaped
+# (a JSON field, a Python repr: "Traceback (most recent call last):\\n  File \\"...). Only a line that
+# shows a traceback's or a log's shape is decoded: prose quoting "\\n" stays prose.
+_JSON_TEXT_KEYS = ("log", "MESSAGE", "textPayload")  # Docker's json-file, journald's JSON export, Google Cloud
+# a JSON logger's record (python-json-logger, structlog, zap) holds the text under "message"/"msg" beside
+# its time or level; an HTTP error body's "message" has neither, and is read as the server's message
+_JSON_MESSAGE_KEYS = ("message", "msg")
+_JSON_RECORD_KEYS = ("time", "timestamp", "ts", "@timestamp", "asctime", "level", "levelname", "severity")
+_ESCAPED_LOG_RE = Lazy(r'Traceback \(most recent call last\)|File \\?"[^"\\]+\\?", line \d+|\\n(?:INFO|WARNING|ERROR|DEBUG) '
+                       r"|(?:\\n|^\W{0,3})(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): |\\n\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d")
+_ESCAPED_CHAR_RE = Lazy(r"\\(u[0-9a-fA-F]{4}|[nrt\"'\\])")
+_ESCAPED_CHARS = {"n": "\n", "r": "", "t": "\t", '"': '"', "'": "'", "\\": "\\"}
+
+
+def _unescape_char(m: re.Match) -> str:
+    code = m.group(1)
+    return _ESCAPED_CHARS[code] if code in _ESCAPED_CHARS else chr(int(code[1:], 16))
+
+
+def unescape_log(raw: str) -> list[str] | None:
+    """The lines a JSON log record or an escaped log string holds, or None when the line is neither."""
+    s = raw.strip()
+    if s[:1] == "{" and s[-1:] == "}" and '":' in s:
+        import json
+
+        try:
+            obj = json.loads(s)
+        except ValueError:
+            obj = None
+        if isinstance(obj, dict):
+            keys = _JSON_TEXT_KEYS + (_JSON_MESSAGE_KEYS if any(k in obj for k in _JSON_RECORD_KEYS) else ())
+            text = next((obj[k] for k in keys if isinstance(obj.get(k), str)), None)
+            if text is not None:
+                return text.rstrip("\n").split("\n")
+    if raw.count("\\n") >= 2 and _ESCAPED_LOG_RE.search(raw):
+        text = _ESCAPED_CHAR_RE.sub(_unescape_char, raw)
+        return text.split("\n")
+    return None
 
 
 # A log whose line breaks were lost on the way to the paste (a chat message, an issue title, a form
@@ -649,6 +695,40 @@ def _unescape(m: re.Match) -> str:
         except ValueError:
             return ""
     return _ESCAPES.get(code, code)
+
+
+_FENCE_RE = Lazy(r"^([ \t]*)(?:```|~~~)")
+
+
+def dedent_blocks(lines: list[str]) -> list[str]:
+    """A paste indented as a whole (a markdown indented code block, a log under a list item) read as
+    the log it holds: a fenced block loses its fence's indentation, and a paste with no fence the
+    indentation every line shares. A traceback's own indentation (frames, source lines) is what tells
+    its lines apart, so an indentation added over all of them must go."""
+    fenced = [i for i, ln in enumerate(lines) if "```" in ln or "~~~" in ln]
+    out = list(lines)
+    if fenced:
+        k = 0
+        while k < len(fenced):
+            m = _FENCE_RE.match(lines[fenced[k]])
+            end = fenced[k + 1] if k + 1 < len(fenced) else len(lines)
+            indent = m.group(1) if m else ""
+            if indent:
+                for i in range(fenced[k] + 1, end):
+                    if out[i].startswith(indent):
+                        out[i] = out[i][len(indent):]
+            k += 2
+        return out
+    body = [ln for ln in lines if ln.strip()]
+    if not body or body[0][:1] not in " \t":
+        return out
+    indent = body[0][:len(body[0]) - len(body[0].lstrip(" \t"))]
+    for ln in body:
+        while indent and not ln.startswith(indent):
+            indent = indent[:-1]
+        if not indent:
+            return out
+    return [ln[len(indent):] if ln.startswith(indent) else ln for ln in lines]
 
 
 def split_lines(text: str, max_line: int = 65536) -> list[str]:

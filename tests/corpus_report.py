@@ -174,6 +174,14 @@ DRESSES = {
     "docker compose prefix": (lambda t: "\n".join("vllm-1  | " + ln for ln in t.split("\n")), 0.97),
     "kubectl --timestamps": (lambda t: "\n".join("2025-06-16T07:42:55.123456789Z " + ln for ln in t.split("\n")), 0.97),
     "quoted in prose": (lambda t: "Hi, I got this when starting the server:\n\n" + t + "\n\nAny idea? Thanks", 0.97),
+    "markdown quote": (lambda t: "\n".join("> " + ln for ln in t.split("\n")), 0.97),
+    "4-space code block": (lambda t: "\n".join("    " + ln for ln in t.split("\n")), 0.97),
+    "fenced under a list item": (lambda t: "1. I start the server and get:\n   ```\n" + "\n".join("   " + ln for ln in t.split("\n"))
+                                 + "\n   ```\n2. Then nothing works.", 0.97),
+    # Docker's json-file driver, one record per line, and a log kept in one string with its breaks escaped
+    "docker json-file": (lambda t: "\n".join(json.dumps({"log": ln + "\n", "stream": "stderr",
+                                                         "time": "2025-06-16T07:42:55.123456789Z"}) for ln in t.split("\n")), 0.97),
+    "escaped line breaks": (lambda t: t.replace("\n", "\\n"), 0.97),
 }
 
 

@@ -311,3 +311,45 @@ def test_another_programs_out_of_memory_gets_no_vllm_stage_from_words():
     said = "When I launch vllm serve it fails to load the model: CUDA out of memory\n"
     m = matcher().match(said).matches[0]
     assert (m.id, m.confidence) == ("cuda-oom-during-startup", "likely")
+
+
+_STARTUP_OOM = ("INFO 05-01 10:00:00 [gpu_model_runner.py:1500] Starting to load model /models/m...\n"
+                "Traceback (most recent call last):\n"
+                '  File "/usr/lib/python3.12/site-packages/vllm/v1/worker/gpu_model_runner.py", line 1510, in load_model\n'
+                "    self.model = model_loader.load_model(vllm_config=self.vllm_config)\n"
+                "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+                "23.55 GiB of which 1.10 GiB is free.\n")
+
+
+@pytest.mark.parametrize("dress", ["json", "escaped", "quote", "indented", "list"])
+def test_a_log_stored_as_data_or_indented_as_a_whole_reads_as_the_log(dress):
+    # the traceback's own indentation tells frames, source lines and the exception apart: a dress that
+    # adds its own over every line, or keeps the log as data, must not hide them
+    import json as _json
+
+    lines = _STARTUP_OOM.rstrip("\n").split("\n")
+    text = {"json": "\n".join(_json.dumps({"log": ln + "\n", "stream": "stderr"}) for ln in lines),
+            "escaped": '{"status": "FAILED", "error": "' + "\\n".join(ln.replace('"', '\\"') for ln in lines) + '"}',
+            "quote": "\n".join("> " + ln for ln in lines),
+            "indented": "\n".join("    " + ln for ln in lines),
+            "list": "1. run it:\n   ```\n" + "\n".join("   " + ln for ln in lines) + "\n   ```\n2. it dies"}[dress]
+    report = matcher().match(text)
+    # confident only with the stage in view: the frame (load_model) under the dress was read
+    assert report.root_cause == "cuda-oom-during-startup", [(m.id, m.confidence) for m in report.matches]
+
+
+def test_escaped_line_breaks_in_prose_stay_prose():
+    from kvkb.matcher.segment import dedent_blocks, unescape_log
+
+    assert unescape_log('print("a\\nb\\nc")') is None  # no traceback or log shape in it
+    assert unescape_log('{"level": "info"}') is None  # a JSON record with no text field
+    assert unescape_log("{not json at all}") is None
+    assert unescape_log('{"log": "ERROR x\\n"}') == ["ERROR x"]
+    # a quoted block inside an otherwise unindented paste: only the block loses its indent
+    assert dedent_blocks(["Hi", "  ```", "  File \"a.py\", line 1, in f", "  ```", "  two"]) == \
+        ["Hi", "  ```", 'File "a.py", line 1, in f', "  ```", "  two"]
+    assert dedent_blocks(["  a", "    b", ""]) == ["a", "  b", ""]
+    assert dedent_blocks(["a", "  b"]) == ["a", "  b"]
+    # a JSON logger's record (message beside its time) is a log line; an HTTP error body is not
+    assert unescape_log('{"time": "2025-01-01T00:00:00Z", "message": "ERROR a\\nb"}') == ["ERROR a", "b"]
+    assert unescape_log('{"object": "error", "message": "too long\\nend", "code": 400}') is None

@@ -277,13 +277,13 @@ Versions = Annotated[
 # (not in the atlas), a library / runtime / program under it, or nobody ("invented": advice and messages
 # that circulate but no release prints, for misinformation entries)
 Origin = Literal["vllm", "vllm-csrc", "torch", "cuda", "nccl", "xla", "jax", "gaudi", "ascend", "oneapi", "lmcache",
-                 "pydantic", "ray", "kernel", "python", "invented", "other"]
+                 "pydantic", "ray", "kernel", "python", "triton", "invented", "other"]
 # who that is, in words (the site's signature table, kbmatch's note on another program's text)
 ORIGIN_NAMES = {
     "vllm-csrc": "vLLM's compiled C++/CUDA extension", "torch": "PyTorch", "cuda": "the CUDA runtime",
     "nccl": "NCCL", "xla": "XLA", "jax": "JAX", "gaudi": "Habana Gaudi's runtime", "ascend": "the Ascend runtime",
     "oneapi": "Intel oneAPI", "lmcache": "LMCache", "pydantic": "pydantic", "ray": "Ray", "kernel": "the Linux kernel",
-    "python": "Python", "other": "another program",
+    "python": "Python", "triton": "Triton (its kernel launcher)", "other": "another program",
 }
 
 

@@ -212,7 +212,7 @@ def test_a_query_ending_in_a_number_is_searched(entries, lunr):
 
 def _also_matched_by(entries, eid: str, line: str) -> list[str]:
     """Other entries whose own templates match this line: the text alone cannot tell them apart."""
-    return [o for o, e in entries.items() if o != eid and any(template.extract(s.template, line) for s in e.signatures)]
+    return [o for o, e in entries.items() if o != eid and any(template.extract(s.template, line) is not None for s in e.signatures)]
 
 
 def test_pasting_an_entrys_error_line_finds_it_first(entries, lunr):

@@ -68,6 +68,11 @@ def meaning_differs(line: str, sig: dict) -> str | None:
         return f"its memory space is {'/'.join(sorted(lspace))}" + (f", not {'/'.join(sorted(sspace))}" if sspace else "")
     if sshort and not lshort:
         return "it does not say that memory ran out"
+    # a wording that reports a failure, in a line as long that reports none ("it allocates memory for
+    # the KV cache" is not "Failed to allocate memory for the KV cache"): a description, not the error
+    # (a shorter line may be the wording cut before its failure words)
+    if len(line) >= len(sig["norm"]) and _FAILURE_RE.search(sig["norm"]) and not _FAILURE_RE.search(line):
+        return "it does not say that anything failed"
     # a signal names what went wrong (SIGBUS: a shared-memory page with no room; SIGSEGV: a bad pointer)
     if "sig" in line:
         lsig, ssig = set(_SIGNAL_RE.findall(line)), set(_SIGNAL_RE.findall(sig["norm"]))
@@ -76,6 +81,11 @@ def meaning_differs(line: str, sig: dict) -> str | None:
     return None
 
 
+_FAILURE_RE = re.compile(r"fail|cannot|can't|can not|could ?n[o']?t|unable|not enough|insufficient|exceed|error|no available"
+                         r"|too (?:large|small|long|many|big)|out of|exhaust|not possible|larger|greater|less than|smaller|bigger"
+                         r"|kill|abort|invalid|must|crash|\boom|no (?:free|space|memory)|denied|refus|not (?:supported|divisible)"
+                         r"|still in use|is full|ran out|running low|low on|above|over |overflow|sig[a-z]+|bus |fatal|panic"
+                         r"|preempt|reject|lower|reduce|increase|decrease|only|did not|didn't|no longer|unavailable|zero")
 _SIGNAL_RE = re.compile(r"\bsig(?:bus|segv|kill|term|abrt|ill|fpe|int|hup|pipe|usr1|usr2)\b")
 
 
@@ -248,7 +258,8 @@ class Table:
             return None
         line = record.norm
         ids = self._token_filter(line, ids)
-        if not ids:
+        logged = record.kind == "log" and record.level in ("ERROR", "CRITICAL")
+        if not ids and not logged:
             return None
         named = devices(line)
         if named:
@@ -269,6 +280,16 @@ class Table:
                 # fuzzy: masking makes every number alike, so a number the template spells out
                 # ("KV cache usage: 100.0%") must be in the line as written, or this is another message
                 fuzzy_ids.append(i)
+        if logged and not out:
+            # an exception's text logged without its class (`logger.exception(e)` prints str(e): V0's
+            # engine logs "CUDA out of memory. Tried to allocate ..." so): word for word only
+            for i in self._token_filter(line, self.exc_sigs):
+                sig = self.sigs[i]
+                if (not named or not (d := sig.get("devices")) or named.intersection(d)) and \
+                        (exact(message, sig) or (canon != message and exact(canon, sig))):
+                    out.append((100.0 - INNER_PENALTY, i, True))
+        if not out and not fuzzy_ids:
+            return None
         return out, fuzzy_ids, penalty, ids
 
     def finish(self, record, prepared: tuple | None, floor: float, fuzzy: bool = True) -> list[tuple[float, int, bool]]:

@@ -353,3 +353,16 @@ def test_escaped_line_breaks_in_prose_stay_prose():
     # a JSON logger's record (message beside its time) is a log line; an HTTP error body is not
     assert unescape_log('{"time": "2025-01-01T00:00:00Z", "message": "ERROR a\\nb"}') == ["ERROR a", "b"]
     assert unescape_log('{"object": "error", "message": "too long\\nend", "code": 400}') is None
+
+
+def test_an_exceptions_text_logged_without_its_class_is_that_error_word_for_word():
+    # V0's engine logs `logger.exception(e)`: str(e), no class, then the traceback (often cut)
+    line = ("ERROR 08-20 03:10:01 [engine.py:467] CUDA out of memory. Tried to allocate 33.75 GiB. GPU 0 has a total "
+            "capacity of 44.40 GiB of which 26.88 GiB is free.\n")
+    step = "INFO 08-20 03:10:00 [model_runner.py:1112] Model loading took 16.5557 GiB and 2.803817 seconds\n"
+    assert matcher().match(step + line).root_cause == "cuda-oom-during-startup"
+    m = matcher().match(line).matches[0]  # no stage in view
+    assert (m.id, m.confidence) == ("cuda-oom-during-startup", "likely")
+    # only word for word: a logged sentence that merely resembles the text is no claim
+    loose = "ERROR 08-20 03:10:01 [engine.py:467] we ran CUDA out of memory while allocating 33.75 GiB on GPU 0 of 44.40 GiB\n"
+    assert matcher().match(step + loose).root_cause is None

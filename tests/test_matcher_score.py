@@ -125,3 +125,22 @@ def test_meaning_words_must_agree():
     # a capacity message that mentions CUDA graphs names no device that ran out
     mamba = {"norm": "max_num_seqs exceeds mamba cache blocks so cuda graph capture cannot proceed", "devices": ["cuda"], "spaces": []}
     assert meaning_differs("max_num_seqs (<n>) exceeds available mamba cache blocks (<n>).", mamba) is None
+
+
+def test_a_sentence_that_reports_no_failure_is_not_a_failure_wording():
+    # a person telling what a program does ("it allocates memory for the KV cache") is not the
+    # warning that it failed to ("Failed to allocate memory for the KV cache")
+    from matcher_helpers import matcher
+
+    prose = ("Basically, when the server warms up the model it allocates memory for the KV cache so, those 67 GB "
+             "are coming from the 14GB of weights and the remaining are the GB allocated for KV Cache.\n")
+    report = matcher().match(prose)
+    assert report.root_cause is None
+    assert "lmcache-cpu-buffer-full" not in [m.id for m in report.matches if m.confidence != "possible"]
+    # the same wording with its failure words is the error; a line cut before them is not judged so
+    assert matcher().match("[2025-06-01 10:00:00,123] LMCache WARNING: Failed to allocate memory for the KV cache. "
+                           "The KV cache will not be stored. (cache_engine.py:144:lmcache)\n").root_cause \
+        == "lmcache-cpu-buffer-full"
+    from kvkb.matcher.score import meaning_differs
+    sig = {"norm": "free memory on device (<n>/<n> gib) on startup is less than desired gpu memory utilization (<n>, <n> gib)."}
+    assert meaning_differs("free memory on device (<n>/<n> gib) on startup.", sig) is None

@@ -610,7 +610,7 @@ class Scanner:
         attention op's function) when no frame is one the callee table knows: the model's forward pass."""
         for frame in reversed(self.last_tb):
             path = frame[2].replace("\\", "/")
-            if "vllm" in path and any(p in path for p in _COMPUTE_PATHS):
+            if any(p in path for p in _COMPUTE_PATHS) and _vllm_frame(frame[2]):
                 return frame
         return None
 
@@ -659,7 +659,7 @@ class Scanner:
         found: set[str] = set()
         for _, func, path in self.last_tb:
             found |= cues_of(func) | {cue for part, cue in _PATH_CUES if part in path}
-        return stage(found) or self.stage
+        return (None if _only_rpc_loop(self, found) else stage(found)) or self.stage
 
 
 SLEEP_FREED_NOTHING = 0.01  # GiB: "freed 0.00 GiB" as vLLM rounds it
@@ -747,8 +747,19 @@ def _frames_owner(frames: list[tuple[int, str, str]]) -> str | None:
 
 
 def _vllm_frame(path: str) -> bool:
-    """A frame in vLLM's own code (the table is read from vLLM's code), or a call on a source line."""
-    return "vllm" in path or path == _CALLED
+    """A frame in vLLM's own code (the table is read from vLLM's code), or a call on a source line:
+    the package a site-packages path installs (vllm, vllm_ascend, an egg), else a `vllm` / `vllm_*`
+    directory in a source checkout; a directory the user named vllm holding torch's files is not it."""
+    if path == _CALLED:
+        return True
+    if "vllm" not in path and "tpu_inference" not in path:
+        return False
+    p = path.replace("\\", "/")
+    cut = max(p.rfind("site-packages/"), p.rfind("dist-packages/"))
+    if cut >= 0:
+        pkg = p[cut + 14:].split("/", 1)[0]
+        return pkg.startswith("vllm") or pkg == "tpu_inference"
+    return any(part == "vllm" or part.startswith("vllm_") or part == "tpu_inference" for part in p.split("/")[:-1])
 
 
 def stage_oom(sc: Scanner, stage_entries: dict, at: str | None) -> str | None:
@@ -857,7 +868,18 @@ def _frames_stage(sc: Scanner) -> str | None:
         found |= cues_of(func) | {cue for part, cue in _PATH_CUES if part in path}
         if func in _STARTUP_FRAMES or (func == "__init__" and any(p in path for p in _CONSTRUCTOR_PATHS)):
             found.add("startup")
-    return stage(found)
+    return None if _only_rpc_loop(sc, found) else stage(found)
+
+
+# V1's worker runs every call the engine makes in this loop, the start-up ones (sizing, allocating and
+# warming the KV cache, capturing graphs) too: a traceback showing no deeper frame says serving only
+# once the log has left start-up
+_RPC_LOOPS = frozenset(("worker_busy_loop",))
+
+
+def _only_rpc_loop(sc: Scanner, found: set[str]) -> bool:
+    return found == {"serving"} and sc.stage in ("startup", "cudagraph") \
+        and all(f in _RPC_LOOPS or "serving" not in cues_of(f) for _, f, _ in sc.last_tb)
 
 
 def _outer(func: str) -> bool:

@@ -72,7 +72,8 @@ _PREFIXES = [
     # Kubernetes CRI log files: "stdout F " after the timestamp
     ("stamp", re.compile(r"(?:stdout|stderr)\s[FP]\s")),
     # klog (Go controllers): "I0902 00:55:35.305769       1 server.go:2282] "
-    ("head", re.compile(r"[IWEF]\d{4}\s\d\d:\d\d:\d\d\.\d+\s+\d+\s[\w.-]+:\d+\]\s")),
+    # (glog's too: XLA, the TPU runtime, PJRT; its first letter is the severity)
+    ("head", re.compile(r"(?P<sev>[IWEF])\d{4}\s\d\d:\d\d:\d\d\.\d+\s+\d+\s[\w.-]+:\d+\]\s")),
     # the kernel's log (dmesg): "[ 2448.628970] " (seconds since boot, printk's 6 decimals) or, with
     # dmesg -T, "[Mon Nov 23 10:02:11 2026] ": one per kernel record
     ("head", re.compile(r"\[\s*\d+\.\d{6}\]\s")),
@@ -86,6 +87,10 @@ _PREFIXES = [
     # a level word alone ("INFO Started server process", "WARNING something")
     ("head", re.compile(_LEVELS + r"\s+(?=\S)")),
 ]
+# glog / klog's first letter. Not "I": another program's INFO line may carry vLLM's error in what it
+# reports (a gateway's "HTTP call done" with the error body), and INFO lines are compared with INFO
+# wordings only
+_SEVERITY = {"I": None, "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
 _PREFIX_HINT = re.compile(r"[A-Z(\[\d\w>]")
 
 _BOX = "\u2500-\u257f\u2580-\u259f"
@@ -147,6 +152,8 @@ def strip_prefixes_shaped(line: str) -> tuple[str, str | None, tuple]:
                 if "level" in rx.groupindex and m.group("level"):
                     # the innermost level is the program's own (a log shipper's severity wraps vLLM's ERROR)
                     level = "WARNING" if m.group("level").startswith("WARN") else m.group("level")
+                elif "sev" in rx.groupindex:
+                    level = _SEVERITY[m.group("sev")]
                 shape.append("!" if kind == "head" else m.group(0).strip() if kind == "tag" else f"~{k}")
                 line = line[m.end():]
                 break

@@ -335,3 +335,28 @@ def test_the_persons_words_name_the_device_the_step_and_a_kill():
     got = _likely(["the engine crashes immediately at startup due to insufficient KV cache memory"])
     assert set(got) == {"max-model-len-exceeds-kv-cache", "no-memory-for-cache-blocks"}
     assert _likely(["why with only two requests is the kv cache usage 100%?"]) == ["preemption-kv-cache-space"]
+
+
+def test_a_frame_is_vllms_by_the_package_not_by_a_directory_name():
+    from kvkb.matcher.evidence import _vllm_frame
+
+    assert _vllm_frame("/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_worker.py")
+    assert _vllm_frame("/x/site-packages/vllm-0.1.2-py3.9-linux-x86_64.egg/vllm/model_executor/models/llama.py")
+    assert _vllm_frame("/mnt/share/A3-OOM/vllm-ascend/vllm_ascend/ops/fused_moe/token_dispatcher.py")
+    assert _vllm_frame("/workspace/vllm/vllm/v1/engine/core.py")
+    # torch's file in an environment the user keeps under a directory named vllm
+    assert not _vllm_frame("/mnt/share/vllm/conda_envs/py311/lib/python3.11/site-packages/torch/_ops.py")
+    assert not _vllm_frame("/home/me/vllm-tests/run.py")
+
+
+def test_v1s_worker_loop_alone_says_serving_only_after_start_up():
+    # V1's worker runs the engine's start-up calls (KV cache, graph capture) in its busy loop too
+    head = ["INFO 04-06 22:52:16 [kv_cache_utils.py:566] GPU KV cache size: 54,048 tokens",
+            "(VllmWorker rank=1 pid=112) ERROR 04-06 22:53:39 [multiproc_executor.py:379] WorkerProc hit an exception: %s",
+            "(VllmWorker rank=1 pid=112) ERROR 04-06 22:53:39 [multiproc_executor.py:379] Traceback (most recent call last):",
+            '(VllmWorker rank=1 pid=112) ERROR 04-06 22:53:39 [multiproc_executor.py:379]   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/executor/multiproc_executor.py", line 372, in worker_busy_loop',
+            "(VllmWorker rank=1 pid=112) ERROR 04-06 22:53:39 [multiproc_executor.py:379]     output = func(*args, **kwargs)",
+            "It gives OOM."]
+    assert _likely(head)[0] == "cuda-oom-during-startup"
+    served = head[:1] + ["INFO:     Application startup complete."] + head[1:]
+    assert _likely(served)[0] == "cuda-oom-during-serving"

@@ -314,3 +314,13 @@ def test_a_launchers_timestamp_keeps_the_indentation_after_it():
 
     content, level, shape = strip_prefixes_shaped("2025-01-01T10:00:00.123456789Z     self.model_runner = X(")
     assert content == "    self.model_runner = X(" and level is None
+
+
+def test_glogs_severity_letter_is_the_lines_level_except_info():
+    from kvkb.matcher.normalize import strip_prefixes
+
+    line = "E0118 22:42:45.737331   20084 tpu_pjrt_client.cc:1889] TpuClient::AllocateBuffer returning error"
+    assert strip_prefixes(line) == ("TpuClient::AllocateBuffer returning error", "ERROR", True)
+    assert strip_prefixes("W0118 22:42:45.737331 1 a.cc:9] low")[1] == "WARNING"
+    # an INFO line of another program may report vLLM's error in it: left without a level
+    assert strip_prefixes('I0902 00:55:35.305769       1 server.go:2282] "HTTP call done"')[1] is None

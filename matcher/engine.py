@@ -18,7 +18,7 @@ from .literal import cut_through, walk
 from .logsites import Sites, site_of, stated_release
 from .normalize import Lazy
 from .score import Table, meaning_differs
-from .segment import Record, cues_of, parse, segment, segment_parsed, split_lines, dedent_blocks, stage
+from .segment import Record, cues_of, parse, segment, segment_parsed, split_lines, dedent_blocks, strip_learned_prefix, stage
 
 DEFAULT_BASE_URL = "https://kvkb.github.io/kvkb/"
 NEW_ISSUE_URL = "https://github.com/kvkb/kvkb/issues/new"
@@ -229,6 +229,8 @@ class Matcher:
             small = len(window) <= _PASTE_SCAN
             if small and (window.lstrip("\r\n")[:1] in " \t" or "```" in window or "~~~" in window):
                 lines = dedent_blocks(lines)
+            if small and 'File "' in window:
+                lines = strip_learned_prefix(lines)
             if not said_error:
                 said_error = not small or any(w in window for w in _ERROR_WORDS)
             if not scanner.vllm_seen:

@@ -800,6 +800,10 @@ def _callee_hints(sc: Scanner, frame: tuple, where: str, cut: Fact, stage_entrie
         allocates = not ids or any(cats.get(e) != "kv-capacity" for e in ids)
     # V1's API server process runs no model: the engine allocates in its own process (EngineCore), so a
     # traceback in the API server is no device OOM, whatever the static call graph reaches
+    # ... and it does when vLLM's own code below it raises a device OOM entry's wording (the sampler
+    # warm-up catches PyTorch's OOM and raises its own message)
+    if not allocates and not phase_table and any(e in table for e in set(stage_entries.values())):
+        allocates = True
     api = sc.tb_api and not phase_table and allocates
     if api:
         allocates = False

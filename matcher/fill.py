@@ -31,10 +31,12 @@ _CONTEXT_PATTERNS = [
 
 # Where a startup log names the model: the CLI's non-default args, the engine config line, the
 # command line, a Python call. The first one found wins.
+# (a model id or path holds no space, comma or line break: a quote left open in the person's code
+# must not run the value on into the next lines)
 _MODEL_PATTERNS = [
-    ("'model':", r"'model': '([^']+)'"),
-    ("model=", r"\bmodel='([^']+)'"),
-    ("model=", r"\bmodel=\"([^\"]+)\""),
+    ("'model':", r"'model': '([^'\s,]+)'"),
+    ("model=", r"\bmodel='([^'\s,]+)'"),
+    ("model=", r"\bmodel=\"([^\"\s,]+)\""),
     ("vllm serve", r"vllm serve\s+([\w.\-/]+)"),
 ]
 

@@ -731,6 +731,39 @@ def dedent_blocks(lines: list[str]) -> list[str]:
     return [ln[len(indent):] if ln.startswith(indent) else ln for ln in lines]
 
 
+_TB_START_RE = Lazy(r'^\s*(?:File "|Traceback \(most recent call last\))')
+_STAMP_RE = Lazy(r"\d\d:\d\d")
+LEARNED_MIN = 3  # lines that must share a launcher's prefix before it is learned from the paste
+LEARNED_SHARE = 0.3  # ... and the share of the paste's lines they must be
+
+
+def strip_learned_prefix(lines: list[str]) -> list[str]:
+    """A launcher's prefix that no known shape describes (DJL Serving's "WARN  PyProcess W-252-model-
+    stderr: ", a supervisor's "[program:vllm] stdout: "), learned from the paste itself: the same
+    text up to its first ': ' or '| ' in front of many lines. Taken off only where that shows a
+    traceback the prefix hid (a frame or a traceback header at the line's start), keeping what follows
+    its one space, so the traceback's own indentation tells frames and source lines apart."""
+    counts: dict[str, int] = {}
+    body = 0
+    for ln in lines[:2000]:
+        if not ln.strip():
+            continue
+        body += 1
+        cut = min((i for i in (ln.find(": ", 0, 80), ln.find("| ", 0, 80)) if i > 0), default=-1)
+        if cut > 0:
+            head = ln[:cut + 1]
+            counts[head] = counts.get(head, 0) + 1
+    if not counts:
+        return lines
+    head, n = max(counts.items(), key=lambda kv: kv[1])
+    if n < LEARNED_MIN or n < LEARNED_SHARE * body or _STAMP_RE.search(head) or len(head.split()) < 2 \
+            or "Error" in head or "Exception" in head or "Traceback" in head:
+        return lines
+    out = [ln[len(head) + (ln[len(head):len(head) + 1] == " "):] if ln.startswith(head) else ln for ln in lines]
+    shown = any(_TB_START_RE.match(new) and not _TB_START_RE.match(old) for old, new in zip(lines, out))
+    return out if shown else lines
+
+
 def split_lines(text: str, max_line: int = 65536) -> list[str]:
     """CRLF, lone CR (progress bars redraw the line) and LF all end a line; very long lines are capped."""
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")

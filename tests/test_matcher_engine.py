@@ -366,3 +366,23 @@ def test_an_exceptions_text_logged_without_its_class_is_that_error_word_for_word
     # only word for word: a logged sentence that merely resembles the text is no claim
     loose = "ERROR 08-20 03:10:01 [engine.py:467] we ran CUDA out of memory while allocating 33.75 GiB on GPU 0 of 44.40 GiB\n"
     assert matcher().match(step + loose).root_cause is None
+
+
+def test_a_launchers_prefix_learned_from_the_paste_shows_the_traceback_it_hid():
+    # DJL Serving puts "WARN  PyProcess W-252-model-stderr: " in front of every line of the model's
+    # stderr: no known shape, but the same text up to ': ' on many lines, hiding the frames
+    pre = "WARN  PyProcess W-252-model-stderr: "
+    log = [pre + "2024-02-13 20:43:43,457     ERROR worker.py:405 -- Unhandled error: ray::RayWorkerVllm.execute_method()",
+           pre + '  File "/usr/local/lib/python3.10/dist-packages/vllm/engine/ray_utils.py", line 30, in execute_method',
+           pre + "    return executor(*args, **kwargs)",
+           pre + '  File "/usr/local/lib/python3.10/dist-packages/vllm/worker/worker.py", line 125, in warm_up_model',
+           pre + "    self.model_runner.capture_model(self.gpu_cache)"]
+    m = matcher().match("\n".join(log) + "\n").matches[0]
+    assert (m.id, m.confidence) == ("cuda-oom-during-cudagraph-capture", "likely")
+    from kvkb.matcher.segment import strip_learned_prefix
+
+    # a prefix that hides no traceback, or repeated lines of one log, are left as they are
+    plain = ["note: a", "note: b", "note: c"]
+    assert strip_learned_prefix(plain) == plain
+    dup = ["INFO 04-06 22:52:16 [kv_cache_utils.py:566] GPU KV cache size: 54,048 tokens"] * 4 + ['  File "x.py", line 1, in f']
+    assert strip_learned_prefix(dup) == dup

@@ -360,3 +360,12 @@ def test_v1s_worker_loop_alone_says_serving_only_after_start_up():
     assert _likely(head)[0] == "cuda-oom-during-startup"
     served = head[:1] + ["INFO:     Application startup complete."] + head[1:]
     assert _likely(served)[0] == "cuda-oom-during-serving"
+
+
+def test_a_cut_inside_the_sampler_warm_up_is_its_start_up_oom():
+    # vLLM's own code there catches PyTorch's OOM and raises its start-up message: the function allocates
+    lines = ["INFO 03-14 02:45:05 [gpu_model_runner.py:1434] Graph capturing finished in 22 secs, took 0.64 GiB",
+             "ERROR 03-14 02:45:06 [core.py:337] EngineCore hit an exception: Traceback (most recent call last):",
+             'ERROR 03-14 02:45:06 [core.py:337]   File "/home/u/vllm/vllm/v1/worker/gpu_model_runner.py", line 1292, in _dummy_sampler_run',
+             "ERROR 03-14 02:45:06 [core.py:337]     sampler_output = self.model.sample("]
+    assert _likely(lines)[0] == "cuda-oom-during-startup"

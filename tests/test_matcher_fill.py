@@ -119,3 +119,13 @@ def test_fix_names_the_users_model_when_the_log_does():
     python = top.fix_forms["python"]
     assert python.startswith("LLM(model='meta-llama/Llama-3.1-8B-Instruct', max_model_len=")
     compile(python, "<fix>", "eval")  # still valid Python
+
+
+def test_a_quote_left_open_in_the_persons_code_names_no_model():
+    from kvkb.matcher.fill import context_values
+
+    text = ('llm = LLM(model="TheBloke/Llama-2-70B-AWQ, quantization=\'awq\', tensor_parallel_size=8)\n\n'
+            'And this results in OOM:\n\nllm = LLM(model="x", tensor_parallel_size=4)\n')
+    assert context_values(text).get("model") != "TheBloke/Llama-2-70B-AWQ, quantization='awq', tensor_parallel_size=8)"
+    assert "\n" not in context_values(text).get("model", "")
+    assert context_values('LLM(model="meta-llama/Llama-3.1-8B", dtype="half")')["model"] == "meta-llama/Llama-3.1-8B"

@@ -892,7 +892,9 @@ _MEMORY_WORDS = ("out of memory", "OutOfMemory", "RESOURCE_EXHAUSTED", "Failed t
 # wrappers that point elsewhere
 _NOT_ROOT_TYPES = ("SystemExit", "KeyboardInterrupt", "CancelledError", "GeneratorExit", "StopIteration", "BrokenPipeError",
                    # a process's death reported by whoever watched it (Ray, vLLM's engine client): never why
-                   "ActorDiedError", "RayActorError", "WorkerCrashedError", "ActorUnavailableError", "EngineDeadError")
+                   "ActorDiedError", "RayActorError", "WorkerCrashedError", "ActorUnavailableError", "EngineDeadError",
+                   # Ray's report that a remote task raised: the task's own traceback and error follow it
+                   "RayTaskError")
 _WRAPPER_WORDS = ("root cause", "stack trace", "stacktrace", "hit an exception", "See the above", "see above")
 
 

@@ -70,9 +70,20 @@ _NUMBERS = (
     ("tensor_parallel", "tensor-parallel-size", r"--tensor-parallel-size[= ]+(\d+)"),
 )
 # lines whose words alone say which entry (substring, entry, what it says): vLLM's own warnings
+_SHM_SAID = Lazy(r"(?i)\b(?:out of|not enough|insufficient|lack of|too little)\s+(?:the\s+)?(?:shared memory|shm|/dev/shm)\b"
+                 r"|/dev/shm\b[^.]{0,60}?\b(?:is |was )?(?:too small|full|only 64 ?mb|64 ?mb default)")
 _SAYS_LINES = (
     ("cudaHostRegister", "kv-offload-host-memory", Lazy(r"cudaHostRegister\W.{0,300}?(?:fail|cudaErrorMemoryAllocation)"),
      "pinning the KV offload region in host RAM failed (cudaHostRegister): the offload size is more than the host can lock"),
+    # in words: the container's /dev/shm ran out ("running out of shared memory", "may run out of shm for NCCL
+    # init"); not Triton's per-block limit ("out of resource: shared memory") nor the broadcast queue's wait
+    ("shared memory", "container-shm-too-small", _SHM_SAID, "the person says shared memory (/dev/shm) ran out"),
+    ("shm", "container-shm-too-small", _SHM_SAID, "the person says shared memory (/dev/shm) ran out"),
+    # in words: a TPU's HBM could not hold what was allocated
+    ("HBM", "tpu-hbm-resource-exhausted", Lazy(
+        r"(?i)^(?=.*\btpus?\b)(?=.*\bhbm\b)(?=.*(?:out of|not enough|insufficient|fail|cannot|can't|unable|prevent|"
+        r"exhaust|\boom\b|fragment))"),
+     "the person says the TPU's HBM could not hold it"),
 )
 _NUMBER_GATES = tuple({n[1] for n in _NUMBERS})
 _LEAST_WINS = frozenset(("available_kv_gib", "device_blocks", "available_bytes", "kv_tokens"))

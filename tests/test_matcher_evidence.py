@@ -369,3 +369,23 @@ def test_a_cut_inside_the_sampler_warm_up_is_its_start_up_oom():
              'ERROR 03-14 02:45:06 [core.py:337]   File "/home/u/vllm/vllm/v1/worker/gpu_model_runner.py", line 1292, in _dummy_sampler_run',
              "ERROR 03-14 02:45:06 [core.py:337]     sampler_output = self.model.sample("]
     assert _likely(lines)[0] == "cuda-oom-during-startup"
+
+
+def test_the_persons_words_for_shared_memory_and_a_tpus_hbm():
+    assert _likely(["Otherwise we may run out of shm for NCCL init during subsequent crashes"]) == ["container-shm-too-small"]
+    assert _likely(["Fixes the test failures caused by vLLM running out of shared memory."]) == ["container-shm-too-small"]
+    # Triton's per-block limit and the broadcast queue's wait are other errors
+    assert _likely(["out of resource: shared memory, Required: 98304, Hardware limit: 65536"]) == []
+    assert _likely(["No available shared memory broadcast block found in 60 second."]) == []
+    assert _likely(["The failure occurs due to TPU HBM fragmentation, preventing allocation of model weights"]) == \
+        ["tpu-hbm-resource-exhausted"]
+    assert _likely(["the H100 has 80GB of HBM and it failed"]) == []  # no TPU named
+
+
+def test_rays_task_error_wraps_the_tasks_own_error():
+    # "RayTaskError: ray::f()" is followed by the remote traceback: it is never the root cause itself
+    text = ("Memory grows after each step and can cause OOM when waking up the inference engine weights/KV cache.\n"
+            "ray.exceptions.RayTaskError: ray::skyrl_entrypoint() (pid=17195, ip=172.25.101.68)\n")
+    report = matcher().match(text)
+    assert report.not_memory is None
+    assert report.matches[0].id == "sleep-mode-wake-up-oom" and report.matches[0].confidence == "likely"

@@ -183,6 +183,12 @@ _PROSE_SAYS = {"startup": "at start-up (their words)", "cudagraph": "during CUDA
 _DEVICE_OOM_RE = Lazy(r"\b(?:CUDA|HIP|NPU|XPU|GPU|HPU|[Dd]evice)\b")
 _PROSE_KILL_RE = Lazy(r"(?i)(?<![a-z])kill(?:s|ed)?(?![a-z])|\bOOMKilled\b")
 _PROSE_MEM_RE = Lazy(r"(?i)\bmemory\b|\bRAM\b|内存|(?<![a-z])oom(?![a-z])")
+# the person's words naming the host's memory (free -h, RAM, system memory, a size no accelerator has)
+# or the device's: an OOM they tell of with only the host's named is the host's
+_PROSE_HOST_RE = Lazy(r"(?i)\bfree -[hmg]\b|\b(?:host|system|cpu|main)\s+(?:memory|ram)\b|\bRAM\b|\bswap\b"
+                      r"|\b\d+(?:\.\d+)?\s?TB\b|内存")
+_PROSE_DEVICE_RE = Lazy(r"(?i)(?:(?<![a-z])|(?<=\dx))(?:gpus?|cuda|vram|hbm|npus?|xpus?|tpus?|a100|a800|h100|h800|h200|h20|b200"
+                        r"|a10g?|l40s?|l4|t4|v100|rtx|mi[23]\d\dx?|910b\d?)(?![a-z])|device memory|显存|显卡")
 # a TPU's on-chip memory spaces (XLA's SMEM and VMEM), named by the person or the log
 _SAYS_SPACE_RE = Lazy(r"(?i)(?<![a-z])[sv]mems?(?![a-z])")
 TPU_SPACE_ENTRY = "tpu-smem-vmem-exhausted"
@@ -336,6 +342,8 @@ class Scanner:
         self.prose_stage: tuple[str, Fact] | None = None  # (stage, fact) the person's words name
         self.says_kv: Fact | None = None  # "insufficient KV cache memory", in the person's words
         self.says_wake: Fact | None = None  # the person says the OOM came when sleep mode woke up
+        self.says_host: Fact | None = None  # the person names the host's memory (RAM, free -h)
+        self.says_device = False  # the person names an accelerator or its memory
         self.said: list[tuple[str, Fact]] = []  # (entry, fact) from _SAYS_LINES
         self.launched_at: int | None = None  # the last line launching the server (a `vllm serve` command)
         self._tags_seen: set[str] = set()  # launcher tags already read for a device name
@@ -584,6 +592,10 @@ class Scanner:
                 self.prose_stage = (m.lastgroup, Fact(lineno, text, f"the person says it happened {m.lastgroup and _PROSE_SAYS[m.lastgroup]}"))
         if "kv" in low and self.says_kv is None and _PROSE_KV_RE.search(text):
             self.says_kv = Fact(lineno, text, "the person says the KV cache had too little memory")
+        if self.says_host is None and _PROSE_HOST_RE.search(text):
+            self.says_host = Fact(lineno, text, "the person names the host's memory")
+        if not self.says_device and _PROSE_DEVICE_RE.search(text):
+            self.says_device = True
         if "kill" in low and len(self.host) < 8 and not (self.host and self.host[-1][0].line == lineno) \
                 and _PROSE_KILL_RE.search(text) and _PROSE_MEM_RE.search(text):
             self.host.append((Fact(lineno, text, "the person says the process was killed as memory ran out"), False))
@@ -970,6 +982,12 @@ def phase_hints(sc: Scanner, stage_entries: dict) -> list[Hint]:
         return out
     if said is None or (sc.other_program and not sc.vllm_seen):
         return out  # (another program's paste: its "out of memory" says nothing of vLLM's stages)
+    if sc.says_host is not None and not sc.says_device and sc.device_oom is None and not sc.devices \
+            and not sc.gpu_platform and cut is None:
+        # an out-of-memory they tell of, naming the host's memory and no accelerator anywhere
+        out.append(Hint(HOST_MEMORY, "likely", [said, sc.says_host,
+                                                Fact(None, "", "no error line is in the paste: paste the lines where it failed to tell")], 1.0))
+        return out
     # where it was: the traceback's frames, the log's last step, a start-up line with no later step,
     # the step the person names; a device other than CUDA/ROCm has one OOM entry whatever the stage
     where: Fact | None = None

@@ -389,3 +389,12 @@ def test_rays_task_error_wraps_the_tasks_own_error():
     report = matcher().match(text)
     assert report.not_memory is None
     assert report.matches[0].id == "sleep-mode-wake-up-oom" and report.matches[0].confidence == "likely"
+
+
+def test_an_oom_told_with_only_the_hosts_memory_named_is_the_hosts():
+    text = ["The checkpoint is one 200GB pytorch_model.bin and this causes an OOM error even though the available "
+            "memory is more than 1TB. I run `free -h` while loading and the usage keeps going up."]
+    got = _likely(text)
+    assert got and got[0] == "category:host-memory"
+    # an accelerator named anywhere (8xH100, cuda_12.4): the words do not say whose memory ran out
+    assert "category:host-memory" not in _likely(["env: cuda_12.4, 8xH100, MEM = 2TB"] + text)

@@ -169,13 +169,16 @@ _SAYS_WAKE_RE = Lazy(r"(?i)(?<![a-z])wak(?:e[ _-]?up|ing up)")
 _NEAR = 3  # lines between the person's "OOM" and the step they name
 # the step a person names in words: (stage, regex) as named groups
 _PROSE_STAGE_RE = Lazy(r"(?i)(?P<startup>\bwhile (?:the )?model is loading|\bloading (?:[\w.-]+ ){0,3}?(?:model|weights|checkpoint)s?\b|\b(?:when|while) (?:i )?(?:try(?:ing)? to )?(?:initiali[sz]|start|launch|load|deploy)(?:e|es|ed|ing)?\b|\b(?:at|on|during) (?:the )?(?:server |engine |vllm |model )?start-?up\b"
-                       r"|\bduring (?:the )?(?:vllm'?s? |engine |model |server )?(?:initiali[sz]ation|init|loading|launch)\b|\b(?:fails?|failed|unable|can ?not|can't) to (?:start|launch|load)\b|加载|启动|初始化)"
+                       r"|\bduring (?:the )?(?:vllm'?s? |engine |model |server )?(?:initiali[sz]ation|init|loading|launch)\b|\b(?:fails?|failed|unable|can ?not|can't) to (?:start|launch|load)\b|\bstart-?up (?:ooms?|out of memory|crash(?:es)?|failures?)\b"
+                       r"|\bwarm-?up\b|\bprofil(?:e|ing) run\b|加载|启动|初始化)"
                        r"|(?P<cudagraph>\bcapturing (?:the )?(?:cuda ?graphs?|cudagraphs?)|\bcuda ?graph capture)"
-                       r"|(?P<serving>\b(?:while|when|during) (?:serving|generating|inference|rollout|decoding|prefill|benchmarking)\b|\bduring (?:the )?(?:generation|decode|evaluation|benchmark)\b|\bunder (?:heavy |high )?load\b|\bafter (?:running for |serving for )?(?:some|a few|several|many|\d+) (?:requests|hours|minutes)\b|推理时|推理过程|生成时)")
+                       r"|(?P<serving>\b(?:while|when|during) (?:serving|generating|inference|rollout|decoding|prefill|benchmarking)\b|\bduring (?:the )?(?:generation|decode|evaluation|benchmark)\b|\bunder (?:heavy |high )?load\b|\bafter (?:running for |serving for )?(?:some|a few|several|many|\d+) (?:requests|hours|minutes)\b"
+                       r"|\b(?:prompt_)?logprobs\b|\b(?:input|prompt|request) is (?:excessively |too |very )?long\b|推理时|推理过程|生成时)")
 # "insufficient KV cache memory", "not enough KV cache", "the KV cache is too small"
 _PROSE_KV_RE = Lazy(r"(?i)\b(?:insufficient|not enough|too little|no available)\b[^.]{0,30}?\bkv[ -]?cache\b"
                     r"|\bkv[ -]?cache\b[^.]{0,30}?\b(?:is too small|too small|not enough|insufficient)\b")
-_PROSE_STAGE_GATES = ("load", "initiali", "start", "launch", "captur", "graph", "while", "when", "during", "after", "加载",
+_PROSE_STAGE_GATES = ("load", "initiali", "start", "launch", "captur", "graph", "while", "when", "during", "after", "warm",
+                      "profil", "logprobs", "long", "加载",
                       "启动", "初始化", "推理", "生成")
 _PROSE_SAYS = {"startup": "at start-up (their words)", "cudagraph": "during CUDA-graph capture (their words)",
                "serving": "while serving (their words)"}

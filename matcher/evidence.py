@@ -173,6 +173,8 @@ _PROSE_STAGE_RE = Lazy(r"(?i)(?P<startup>\bwhile (?:the )?model is loading|\bloa
                        r"|\bwarm-?up\b|\bprofil(?:e|ing) run\b|加载|启动|初始化)"
                        r"|(?P<cudagraph>\bcapturing (?:the )?(?:cuda ?graphs?|cudagraphs?)|\bcuda ?graph capture)"
                        r"|(?P<serving>\b(?:while|when|during) (?:serving|generating|inference|rollout|decoding|prefill|benchmarking)\b|\bduring (?:the )?(?:generation|decode|evaluation|benchmark)\b|\bunder (?:heavy |high )?load\b|\bafter (?:running for |serving for )?(?:some|a few|several|many|\d+) (?:requests|hours|minutes)\b"
+                       r"|\bafter (?:the )?(?:server )?(?:(?:a )?successful(?:ly)? )?(?:start-?up|starting|launch(?:ing)?|it (?:starts|started)|started)\b"
+                       r"|\bduring (?:load[ -]?test(?:ing)?|benchmark(?:ing)?)\b"
                        r"|\b(?:prompt_)?logprobs\b|\b(?:input|prompt|request) is (?:excessively |too |very )?long\b|推理时|推理过程|生成时)")
 # "insufficient KV cache memory", "not enough KV cache", "the KV cache is too small"
 _PROSE_KV_RE = Lazy(r"(?i)\b(?:insufficient|not enough|too little|no available)\b[^.]{0,30}?\bkv[ -]?cache\b"
@@ -199,16 +201,18 @@ TPU_SPACE_ENTRY = "tpu-smem-vmem-exhausted"
 # The accelerator a log names anywhere (its platform line, its plugin's package, the vendor's words):
 # PyTorch's out-of-memory error differs per device, so the device picks the entry
 _LOG_DEVICE_RE = Lazy(
-    r"(?P<npu>vllm[_-]ascend|torch_npu|\bNPUs?\b|\bnpu\b|\bAscend|(?<![0-9])910[BbCc]\d?(?![0-9A-Za-z])|\bAtlas \d{3}|NZ format)"
+    r"(?P<npu>vllm[_-]ascend|torch_npu|\bNPUs?\b|\bnpu\b|\bAscend|(?<![0-9])910[BbCc]\d?(?![0-9A-Za-z])|\bAtlas \d{3}|NZ format"
+    # the platform's own environment variables (an `export` block, a pod spec)
+    r"|PYTORCH_NPU_ALLOC_CONF|ASCEND_RT_VISIBLE_DEVICES|VLLM_ASCEND_\w+|\bHCCL_\w+)"
     r"|(?P<xpu>\bXPUs?\b|\bxpu\b|_xpu_|intel_extension_for_pytorch|\bipex\b|ipex[-_]llm|Intel\(R\) Arc|\bArc (?:A\d{3}|Pro|B\d{2})|level_zero"
-    r"|\b[Ii]ntel[-_ ]?[Gg][Pp][Uu]s?\b)"
+    r"|\b[Ii]ntel[-_ ]?[Gg][Pp][Uu]s?\b|\bZE_AFFINITY_MASK|\bSYCL_\w+)"
     r"|(?P<hpu>[Hh]abana|\bGaudi|\bHPUs?\b|\bhpu\b|synStatus|vllm[_-]gaudi|PT_HPU)"
-    r"|(?P<tpu>torch_xla|\bTPUs?\b|\btpu\b|libtpu|tpu_inference)")
+    r"|(?P<tpu>torch_xla|\bTPUs?\b|\btpu\b|libtpu|tpu_inference|PJRT_DEVICE=TPU)")
 
 # literals one of which every _LOG_DEVICE_RE match holds (a bare lowercase word after a non-letter:
 # "input" and "output" hold "npu" and "tpu"); searched first, since most lines name no device
 _DEVICE_GATE_RE = Lazy(r"NPU|XPU|HPU|TPU|xpu|scend|910|Atlas|NZ format|ipex|Arc |level_zero|abana|audi|synStatus|xla|ntel[-_ ]?[Gg][Pp][Uu]"
-                       r"|torch_npu| npu|npu:|'npu|hpu_|_hpu| hpu|tpu_|libtpu| tpu")
+                       r"|torch_npu| npu|npu:|'npu|hpu_|_hpu| hpu|tpu_|libtpu| tpu|_NPU_|ASCEND|HCCL_|ZE_AFFINITY|SYCL_")
 
 # A worker that reports the method it was running when it failed (V0's multiproc workers, the
 # executors' RPC): that method is a frame of the failure even when its traceback is cut
@@ -937,6 +941,9 @@ def _has_blocks(st: Startup) -> bool:
     return any(num.get(k) is not None and num[k] > 0 for k in ("device_blocks", "kv_tokens", "available_kv_gib"))
 
 
+_LAUNCH_STEPS = frozenset(("server launched",))  # segment.MILESTONES' step for a command that starts the server
+
+
 def phase_hints(sc: Scanner, stage_entries: dict) -> list[Hint]:
     """No error line, and no frame that says what failed: what ran at the step the log reached.
 
@@ -995,8 +1002,12 @@ def phase_hints(sc: Scanner, stage_entries: dict) -> list[Hint]:
     # the step the person names; a device other than CUDA/ROCm has one OOM entry whatever the stage
     where: Fact | None = None
     at = None
+    # a launch command is the log's only step: the step the person names says more
+    launched_only = sc.step in _LAUNCH_STEPS and sc.prose_stage is not None
     if frames_at is not None:
         at, where = frames_at, Fact(cut.line if cut else None, cut.text if cut else "", f"the traceback's frames are {frames_at}")
+    elif launched_only:
+        at, where = sc.prose_stage
     elif sc.stage_at is not None and sc.stage is not None:
         at, where = sc.stage, Fact(sc.stage_at[0], sc.stage_at[1], f"the last step the log reached: {sc.step}")
     elif sc.marked:

@@ -401,3 +401,19 @@ def test_an_oom_told_with_only_the_hosts_memory_named_is_the_hosts():
     assert got and got[0] == "category:host-memory"
     # an accelerator named anywhere (8xH100, cuda_12.4): the words do not say whose memory ran out
     assert "category:host-memory" not in _likely(["env: cuda_12.4, 8xH100, MEM = 2TB"] + text)
+
+
+def test_the_platforms_environment_names_the_device():
+    lines = ["export PYTORCH_NPU_ALLOC_CONF=expandable_segments:True", "export HCCL_BUFFSIZE=1200",
+             "vllm serve model-path --tensor-parallel-size 8"]
+    assert _scan_with_table(lines).device() == "npu"
+    assert _scan_with_table(["export ZE_AFFINITY_MASK=0,1"]).device() == "xpu"
+    assert _scan_with_table(["export CUDA_VISIBLE_DEVICES=0,1"]).device() is None
+
+
+def test_a_launch_command_alone_gives_way_to_the_stage_the_person_names():
+    cmd = "vllm serve Qwen/Qwen3-8B --max-model-len 32000 --gpu-memory-utilization 0.8"
+    said = "With echo=True and logprobs=1 the server hits a CUDA Out of Memory (OOM) error during load testing."
+    assert _likely([said, cmd]) == ["cuda-oom-during-serving"]
+    assert _likely(["It hits a CUDA OOM.", cmd]) == ["cuda-oom-during-startup"]  # no step named: the launch
+    assert _likely(["The config triggers the OOM after startup.", cmd]) == ["cuda-oom-during-serving"]

@@ -13,7 +13,7 @@ from contextvars import ContextVar
 from typing import BinaryIO
 
 from . import fill, read
-from .evidence import Fact, Hint, Scanner, hints, host_facts
+from .evidence import Fact, Hint, Scanner, frames_stage, hints, host_facts
 from .literal import cut_through, walk
 from .logsites import Sites, site_of, stated_release
 from .normalize import Lazy
@@ -281,6 +281,7 @@ class Matcher:
                 seen[key] = len(records)
                 records.append(r)
         _lead_stage(records, scanner)
+        _lead_traceback(records, scanner)
         scanner.said_error = said_error
         token = _SIGNS_FOUND.set(found)
         try:
@@ -957,6 +958,24 @@ def _lead_stage(records: list[Record], scanner: Scanner) -> None:
                 and r.line < scanner.stage_at[0] and stage(r.cues) is None
                 and not (scanner.launched_at is not None and scanner.launched_at > r.line)):
             r.stage, r.stage_at = at, scanner.stage_at
+
+
+def _lead_traceback(records: list[Record], scanner: Scanner) -> None:
+    """An exception pasted above its own traceback, which the paste then cuts before it repeats the
+    exception: the traceback's frames are that exception's, and say its stage. Only for the paste's last
+    exception, with no stage of its own, when the cut traceback starts after it in the same start-up."""
+    tb = scanner.open_tb
+    if tb is None or tb.line is None:
+        return
+    last = next((r for r in reversed(records) if r.kind in ("exception", "inner") and r.line is not None), None)
+    if last is None or last.line >= tb.line or stage(last.cues) is not None or last.startup != len(scanner.startups) - 1:
+        return
+    found = frames_stage(scanner)  # the frames' own stage, not the log's steps (_lead_stage reads those)
+    if found is None:
+        return
+    frame = _frame_showing(scanner.last_tb, found)
+    last.cues = last.cues | {found}
+    last.cue_at = {**last.cue_at, found: frame or (tb.line, tb.text)}
 
 
 def _merge_stage(kept: Record, again: Record) -> None:

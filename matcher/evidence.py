@@ -895,7 +895,7 @@ def _cannot_end(sc: Scanner, frame: tuple, ids: dict, phase_table: bool) -> str:
 _V0_ONLY = frozenset(("v0",))
 
 
-def _frames_stage(sc: Scanner) -> str | None:
+def frames_stage(sc: Scanner) -> str | None:
     """The stage the cut traceback's own frames show (segment's cues; engine constructors: start-up)."""
     found: set[str] = set()
     for _, func, path in sc.last_tb:
@@ -955,7 +955,7 @@ def phase_hints(sc: Scanner, stage_entries: dict) -> list[Hint]:
     st = sc.current
     said = next((s.says_oom for s in reversed(sc.startups) if s.says_oom is not None), None)  # prose above a restart too
     cut = sc.cut_failure()
-    frames_at = _frames_stage(sc) if cut is not None and sc.open_tb is not None else None
+    frames_at = frames_stage(sc) if cut is not None and sc.open_tb is not None else None
     phase = sc.phase
     step = phase[2] if phase else None
     out: list[Hint] = []

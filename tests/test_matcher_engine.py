@@ -386,3 +386,16 @@ def test_a_launchers_prefix_learned_from_the_paste_shows_the_traceback_it_hid():
     assert strip_learned_prefix(plain) == plain
     dup = ["INFO 04-06 22:52:16 [kv_cache_utils.py:566] GPU KV cache size: 54,048 tokens"] * 4 + ['  File "x.py", line 1, in f']
     assert strip_learned_prefix(dup) == dup
+
+
+def test_an_exception_pasted_above_its_cut_traceback_takes_the_traceback_stage():
+    # the person pasted the error first, then its traceback, cut before the exception comes again
+    text = ("torch.cuda.OutOfMemoryError: HIP out of memory. Tried to allocate 4.70 GiB. GPU 0 has a total capacity of "
+            "63.98 GiB of which 3.06 GiB is free.\n\n"
+            "Traceback (most recent call last):\n"
+            '  File "/opt/conda/lib/python3.9/site-packages/vllm/entrypoints/api_server.py", line 106, in <module>\n'
+            "    engine = AsyncLLMEngine.from_engine_args(\n"
+            '  File "/opt/conda/lib/python3.9/site-packages/vllm/engine/async_llm_engine.py", line 348, in from_engine_args\n')
+    assert matcher().match(text).root_cause == "cuda-oom-during-startup"
+    # without the traceback nothing shows the stage
+    assert matcher().match(text.split("\n\n")[0] + "\n").root_cause is None

@@ -172,7 +172,7 @@ _PROSE_STAGE_RE = Lazy(r"(?i)(?P<startup>\bwhile (?:the )?model is loading|\bloa
                        r"|\bduring (?:the )?(?:vllm'?s? |engine |model |server )?(?:initiali[sz]ation|init|loading|launch)\b|\b(?:fails?|failed|unable|can ?not|can't) to (?:start|launch|load)\b|\bstart-?up (?:ooms?|out of memory|crash(?:es)?|failures?)\b"
                        r"|\bwarm-?up\b|\bprofil(?:e|ing) run\b|加载|启动|初始化)"
                        r"|(?P<cudagraph>\bcapturing (?:the )?(?:cuda ?graphs?|cudagraphs?)|\bcuda ?graph capture)"
-                       r"|(?P<serving>\b(?:while|when|during) (?:serving|generating|inference|rollout|decoding|prefill|benchmarking)\b|\bduring (?:the )?(?:generation|decode|evaluation|benchmark)\b|\bunder (?:heavy |high )?load\b|\bafter (?:running for |serving for )?(?:some|a few|several|many|\d+) (?:requests|hours|minutes)\b"
+                       r"|(?P<serving>\b(?:while|when|during) (?:\w+ ){0,2}?(?:serving|generating|inference|rollout|decoding|decode|prefill|benchmarking)\b|\bduring (?:the )?(?:generation|decode|evaluation|benchmark)\b|\bunder (?:heavy |high )?load\b|\bafter (?:running for |serving for )?(?:some|a few|several|many|\d+) (?:requests|hours|minutes)\b"
                        r"|\bafter (?:the )?(?:server )?(?:(?:a )?successful(?:ly)? )?(?:start-?up|starting|launch(?:ing)?|it (?:starts|started)|started)\b"
                        r"|\bduring (?:load[ -]?test(?:ing)?|benchmark(?:ing)?)\b"
                        r"|\b(?:prompt_)?logprobs\b|\b(?:input|prompt|request) is (?:excessively |too |very )?long\b|推理时|推理过程|生成时)")
@@ -350,6 +350,7 @@ class Scanner:
         self.says_kv: Fact | None = None  # "insufficient KV cache memory", in the person's words
         self.says_wake: Fact | None = None  # the person says the OOM came when sleep mode woke up
         self.says_host: Fact | None = None  # the person names the host's memory (RAM, free -h)
+        self._stage_on_oom = False  # prose_stage was read off the line of the person's "OOM"
         self.says_device = False  # the person names an accelerator or its memory
         self.said: list[tuple[str, Fact]] = []  # (entry, fact) from _SAYS_LINES
         self.launched_at: int | None = None  # the last line launching the server (a `vllm serve` command)
@@ -593,10 +594,14 @@ class Scanner:
         if said is not None and self._wake_at is not None and said.line is not None and self._wake_at.line is not None \
                 and abs(said.line - self._wake_at.line) <= _NEAR:
             self.says_wake = self._wake_at
-        if self.prose_stage is None and any(w in low for w in _PROSE_STAGE_GATES):
+        # the step named on the line of their "OOM" beats one named elsewhere ("the warm-up under-profiles
+        # ..." then "the engine may later hit CUDA OOM during real speculative decoding")
+        oom_here = said is not None and said.line == lineno
+        if (self.prose_stage is None or (oom_here and not self._stage_on_oom)) and any(w in low for w in _PROSE_STAGE_GATES):
             m = _PROSE_STAGE_RE.search(text)
             if m:
                 self.prose_stage = (m.lastgroup, Fact(lineno, text, f"the person says it happened {m.lastgroup and _PROSE_SAYS[m.lastgroup]}"))
+                self._stage_on_oom = oom_here
         if "kv" in low and self.says_kv is None and _PROSE_KV_RE.search(text):
             self.says_kv = Fact(lineno, text, "the person says the KV cache had too little memory")
         if self.says_host is None and _PROSE_HOST_RE.search(text):

@@ -330,6 +330,9 @@ def test_the_persons_words_name_the_device_the_step_and_a_kill():
     assert _likely(["The kernel warmup needs more temporary memory, causing startup OOMs."]) == ["cuda-oom-during-startup"]
     assert _likely(["With prompt_logprobs = 1 a long input results in an out-of-memory (OOM) error."]) == \
         ["cuda-oom-during-serving"]
+    # the step named on the line of their OOM beats one named on another line
+    assert _likely(["The dummy sampler warmup underestimates the peak memory.",
+                    "So the engine may later hit CUDA OOM during real speculative decoding."]) == ["cuda-oom-during-serving"]
     # killed as memory ran out, in their words: the host-memory entries
     assert "category:host-memory" in _likely(["128gb的内存，跑着跑着就经常oom直接被kill了"])
     assert "category:host-memory" in _likely(["Container is killed by Kubernetes when memory crosses the defined limit"])

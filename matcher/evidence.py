@@ -71,7 +71,8 @@ _NUMBERS = (
 )
 # lines whose words alone say which entry (substring, entry, what it says): vLLM's own warnings
 _SHM_SAID = Lazy(r"(?i)\b(?:out of|not enough|insufficient|lack of|too little)\s+(?:the\s+)?(?:shared memory|shm|/dev/shm)\b"
-                 r"|/dev/shm\b[^.]{0,60}?\b(?:is |was )?(?:too small|full|only 64 ?mb|64 ?mb default)")
+                 r"|/dev/shm\b[^.]{0,60}?\b(?:is |was )?(?:too small|full|only 64 ?mb|64 ?mb default)"
+                 r"|\b64 ?mb\b[^.]{0,40}?/dev/shm")
 _SAYS_LINES = (
     ("cudaHostRegister", "kv-offload-host-memory", Lazy(r"cudaHostRegister\W.{0,300}?(?:fail|cudaErrorMemoryAllocation)"),
      "pinning the KV offload region in host RAM failed (cudaHostRegister): the offload size is more than the host can lock"),
@@ -170,7 +171,7 @@ _NEAR = 3  # lines between the person's "OOM" and the step they name
 # the step a person names in words: (stage, regex) as named groups
 _PROSE_STAGE_RE = Lazy(r"(?i)(?P<startup>\bwhile (?:the )?model is loading|\bloading (?:[\w.-]+ ){0,3}?(?:model|weights|checkpoint)s?\b|\b(?:when|while) (?:i )?(?:try(?:ing)? to )?(?:initiali[sz]|start|launch|load|deploy)(?:e|es|ed|ing)?\b|\b(?:at|on|during) (?:the )?(?:server |engine |vllm |model )?start-?up\b"
                        r"|\bduring (?:the )?(?:vllm'?s? |engine |model |server )?(?:initiali[sz]ation|init|loading|launch)\b|\b(?:fails?|failed|unable|can ?not|can't) to (?:start|launch|load)\b|\bstart-?up (?:ooms?|out of memory|crash(?:es)?|failures?)\b"
-                       r"|\bwarm-?up\b|\bprofil(?:e|ing) run\b|加载|启动|初始化)"
+                       r"|\bwarm-?up\b|\bprofil(?:e|ing) run\b|\bat load(?:ing)? time\b|加载|启动|初始化)"
                        r"|(?P<cudagraph>\bcapturing (?:the )?(?:cuda ?graphs?|cudagraphs?)|\bcuda ?graph capture)"
                        r"|(?P<serving>\b(?:while|when|during) (?:\w+ ){0,2}?(?:serving|generating|inference|rollout|decoding|decode|prefill|benchmarking)\b|\bduring (?:the )?(?:generation|decode|evaluation|benchmark)\b|\bunder (?:heavy |high )?load\b|\bafter (?:running for |serving for )?(?:some|a few|several|many|\d+) (?:requests|hours|minutes)\b"
                        r"|\bafter (?:the )?(?:server )?(?:(?:a )?successful(?:ly)? )?(?:start-?up|starting|launch(?:ing)?|it (?:starts|started)|started)\b"

@@ -328,6 +328,7 @@ def test_the_persons_words_name_the_device_the_step_and_a_kill():
     assert _likely(["It runs fine, then OOMs after a few hours under heavy load."]) == ["cuda-oom-during-serving"]
     assert _likely(["It OOMs, no idea why."]) == []  # no step named: no stage to give
     assert _likely(["The kernel warmup needs more temporary memory, causing startup OOMs."]) == ["cuda-oom-during-startup"]
+    assert _likely(["I am not sure what is causing the OOM at loading time on L40s."]) == ["cuda-oom-during-startup"]
     assert _likely(["With prompt_logprobs = 1 a long input results in an out-of-memory (OOM) error."]) == \
         ["cuda-oom-during-serving"]
     # the step named on the line of their OOM beats one named on another line
@@ -386,6 +387,7 @@ def test_the_persons_words_for_shared_memory_and_a_tpus_hbm():
     assert _likely(["The failure occurs due to TPU HBM fragmentation, preventing allocation of model weights"]) == \
         ["tpu-hbm-resource-exhausted"]
     assert _likely(["the H100 has 80GB of HBM and it failed"]) == []  # no TPU named
+    assert _likely(["This is easy to hit on the common 64 MB default `/dev/shm` used by Docker."]) == ["container-shm-too-small"]
 
 
 def test_rays_task_error_wraps_the_tasks_own_error():

@@ -405,15 +405,37 @@ class Matcher:
         return (runner[4] == exact and base - runner[1] < MARGIN and other["category"] == entry["category"]
                 and self._entry_stage(other) != self._entry_stage(entry))
 
-    def _unstaged(self, entry: dict, base: float, exact: bool, runner, rstage: str | None, si: int) -> str | None:
-        """'A and B' when the claim rests on a stage the log does not show; None otherwise."""
-        if rstage is not None or runner is None or not self._stage_decided(entry, base, exact, runner):
+    def _unstaged(self, entry: dict, base: float, exact: bool, runner, rstage: str | None, si: int,
+                  ranked: list | None = None) -> str | None:
+        """'A and B' when the claim rests on a stage the log does not show; None otherwise. The sibling
+        of another stage may rank below an unrelated entry (the start-up bonus lifts every start-up entry
+        when nothing shows serving): any ranked sibling counts, not only the runner-up."""
+        if rstage is not None:
+            return None
+        runner = next((r for r in (ranked or [])[1:] if self._stage_decided(entry, base, exact, r)), None) \
+            if ranked else (runner if runner is not None and self._stage_decided(entry, base, exact, runner) else None)
+        if runner is None:
             return None
         ids = {entry["id"], self.entries[self.table.sigs[runner[2]]["entry"]]["id"]}
         norm = self.table.sigs[si]["norm"]  # every entry with this very wording
         ids |= {self.entries[sg["entry"]]["id"] for sg in self.table.sigs if sg["norm"] == norm}
         names = sorted(ids)
         return ", ".join(names[:-1]) + " and " + names[-1]
+
+    def _said_sibling(self, entry: dict, si: int, scanner: Scanner) -> tuple[dict, int, Fact] | None:
+        """The entry of the stage the person names ("under load", "during warm-up") among those sharing
+        this wording, with its own signature of the same wording; None when they name none or this one."""
+        if scanner.prose_stage is None:
+            return None
+        at, fact = scanner.prose_stage
+        if self._entry_stage(entry) == at or (at == "startup" and self._entry_stage(entry) == "cudagraph"):
+            return None
+        norm = self.table.sigs[si]["norm"]
+        for sj, sg in enumerate(self.table.sigs):
+            other = self.entries[sg["entry"]]
+            if sg["norm"] == norm and other["category"] == entry["category"] and self._entry_stage(other) == at:
+                return other, sj, fact
+        return None
 
     @staticmethod
     def _stage_fact(rec: Record, rstage: str, global_stage: str | None, global_at: tuple | None = None) -> Fact:
@@ -535,10 +557,16 @@ class Matcher:
             if against:
                 is_conf = False
             # the wording is shared by entries that differ only in their stage, and nothing shows the stage
-            unstaged = self._unstaged(entry, base, exact, runner, rstage, si) if is_conf else None
+            unstaged = self._unstaged(entry, base, exact, runner, rstage, si, ranked) if is_conf else None
+            said_stage = None
             if unstaged:
                 is_conf = False
                 uncovered.append(rec)  # a wrapper above it must not stand in for the answer either
+                # the step the person names picks which of the siblings comes first (still only likely)
+                said_stage = self._said_sibling(entry, si, scanner)
+                if said_stage is not None:
+                    entry, si = said_stage[0], said_stage[1]
+                    eid = entry["id"]
             # one match per entry: the latest start-up's (a crash loop reports its last failure)
             if is_conf and eid in confident and confident[eid].startup >= rec.startup:
                 continue
@@ -554,6 +582,8 @@ class Matcher:
                                        f"{self._entry_stage(entry)}: the wording fits, the stage does not"))
             elif unstaged:
                 m.confidence = "likely"
+                if said_stage is not None:
+                    m.evidence.append(said_stage[2])
                 m.evidence.append(Fact(rec.line, rec.text, f"but {unstaged} share this wording and no frame or log line "
                                        "shows the stage (start-up, CUDA-graph capture or serving): paste the traceback "
                                        "and the log lines before it to tell"))

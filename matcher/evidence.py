@@ -173,7 +173,7 @@ _PROSE_STAGE_RE = Lazy(r"(?i)(?P<startup>\bwhile (?:the )?model is loading|\bloa
                        r"|\bduring (?:the )?(?:vllm'?s? |engine |model |server )?(?:initiali[sz]ation|init|loading|launch)\b|\b(?:fails?|failed|unable|can ?not|can't) to (?:start|launch|load)\b|\bstart-?up (?:ooms?|out of memory|crash(?:es)?|failures?)\b"
                        r"|\bwarm-?up\b|\bprofil(?:e|ing) run\b|\bat load(?:ing)? time\b|加载|启动|初始化)"
                        r"|(?P<cudagraph>\bcapturing (?:the )?(?:cuda ?graphs?|cudagraphs?)|\bcuda ?graph capture)"
-                       r"|(?P<serving>\b(?:while|when|during) (?:\w+ ){0,2}?(?:serving|generating|inference|rollout|decoding|decode|prefill|benchmarking)\b|\bduring (?:the )?(?:generation|decode|evaluation|benchmark)\b|\bunder (?:heavy |high )?load\b|\bafter (?:running for |serving for )?(?:some|a few|several|many|\d+) (?:requests|hours|minutes)\b"
+                       r"|(?P<serving>\b(?:while|when|during) (?:\w+ ){0,2}?(?:serving|generating|inference|rollout|decoding|decode|prefill|benchmarking)\b|\bduring (?:the )?(?:generation|decode|evaluation|benchmark)\b|\bunder (?:\w+ )?load\b|\bsaturating load\b|\bafter (?:running for |serving for )?(?:some|a few|several|many|\d+) (?:requests|hours|minutes)\b"
                        r"|\bafter (?:the )?(?:server )?(?:(?:a )?successful(?:ly)? )?(?:start-?up|starting|launch(?:ing)?|it (?:starts|started)|started)\b"
                        r"|\bduring (?:load[ -]?test(?:ing)?|benchmark(?:ing)?)\b"
                        r"|\b(?:prompt_)?logprobs\b|\b(?:input|prompt|request) is (?:excessively |too |very )?long\b|推理时|推理过程|生成时)")
@@ -519,9 +519,15 @@ class Scanner:
                     self.frames = [(lineno, m.group(1), _METHOD)]
                     self.last_tb = self.frames
                     self.last_raise = None
-        self._startup_and_milestones(lineno, stripped, level)
+        # a markdown table's row is a person's summary (a column headed "Available KV cache memory"): their
+        # words, never a step the log reached nor its numbers
+        table = stripped[:1] == "|" and stripped[-1:] == "|" and stripped.count("|") >= 3
+        self._startup_and_milestones(lineno, stripped, level, table)
 
-    def _startup_and_milestones(self, lineno: int, text: str, level: str | None) -> None:
+    def _startup_and_milestones(self, lineno: int, text: str, level: str | None, table: bool = False) -> None:
+        if table:
+            self._said(lineno, text, level)
+            return
         for kind, words in _STARTUP:
             if words in text:
                 if kind in self.current.kinds or self.marked == 0:
@@ -575,6 +581,11 @@ class Scanner:
                     break
         if ("died" in text or "Dead" in text) and _DIED_RE.search(text):
             self.died = Fact(lineno, text, "a wrapper says the engine, a worker or a Ray actor died: it reports the kill, not why")
+        self._said(lineno, text, level)
+
+    def _said(self, lineno: int, text: str, level: str | None) -> None:
+        """What the person's words and the lines quoting them say: an OOM, a memory space, a cause."""
+        cur = self.current
         if level is None and _SAYS_OOM_RE.search(text) and not _raises(text):
             cur.says_oom = Fact(lineno, text, "the person who pasted this says it ran out of memory")
         if ("mem" in text or "MEM" in text) and self.says_space is None and _SAYS_SPACE_RE.search(text):

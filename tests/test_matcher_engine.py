@@ -399,3 +399,18 @@ def test_an_exception_pasted_above_its_cut_traceback_takes_the_traceback_stage()
     assert matcher().match(text).root_cause == "cuda-oom-during-startup"
     # without the traceback nothing shows the stage
     assert matcher().match(text.split("\n\n")[0] + "\n").root_cause is None
+
+
+def test_a_stage_split_oom_with_no_stage_is_never_confident_whatever_ranks_second():
+    # with nothing showing serving, start-up entries get a bonus: an unrelated start-up entry may rank
+    # second, above the OOM's serving and capture siblings; they still share the wording
+    table = ("| Runner | `Available KV cache memory` (profiler) | KV pool | startup | saturating load |\n"
+             "|---|---|---|---|---|\n"
+             "| MRv2 | 11.43 GiB | 103,812 tokens | OK | engine dies: `torch.OutOfMemoryError: CUDA out of memory. Tried to "
+             "allocate 52.00 MiB. GPU 0 ... 42.06 MiB is free` on both ranks |\n")
+    report = matcher().match(table)
+    assert report.root_cause is None
+    # a table's cells are a person's summary, no step the log reached; its words still say "load"
+    m = report.matches[0]
+    assert (m.id, m.confidence) == ("cuda-oom-during-serving", "likely")
+    assert any("their words" in f.says for f in m.evidence)

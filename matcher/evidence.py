@@ -172,8 +172,9 @@ _NEAR = 3  # lines between the person's "OOM" and the step they name
 _PROSE_STAGE_RE = Lazy(r"(?i)(?P<startup>\bwhile (?:the )?model is loading|\bloading (?:[\w.-]+ ){0,3}?(?:model|weights|checkpoint)s?\b|\b(?:when|while) (?:i )?(?:try(?:ing)? to )?(?:initiali[sz]|start|launch|load|deploy)(?:e|es|ed|ing)?\b|\b(?:at|on|during) (?:the )?(?:server |engine |vllm |model )?start-?up\b"
                        r"|\bduring (?:the )?(?:vllm'?s? |engine |model |server )?(?:initiali[sz]ation|init|loading|launch)\b|\b(?:fails?|failed|unable|can ?not|can't) to (?:start|launch|load)\b|\bstart-?up (?:ooms?|out of memory|crash(?:es)?|failures?)\b"
                        r"|\bwarm-?up\b|\bprofil(?:e|ing) run\b|\bat load(?:ing)? time\b|加载|启动|初始化)"
-                       r"|(?P<cudagraph>\bcapturing (?:the )?(?:cuda ?graphs?|cudagraphs?)|\bcuda ?graph capture)"
-                       r"|(?P<serving>\b(?:while|when|during) (?:\w+ ){0,2}?(?:serving|generating|inference|rollout|decoding|decode|prefill|benchmarking)\b|\bduring (?:the )?(?:generation|decode|evaluation|benchmark)\b|\bunder (?:\w+ )?load\b|\bsaturating load\b|\bafter (?:running for |serving for )?(?:some|a few|several|many|\d+) (?:requests|hours|minutes)\b"
+                       r"|(?P<cudagraph>\bcapturing (?:the )?(?:cuda ?graphs?|cudagraphs?)|\bcuda ?graph capture"
+                       r"|\b(?:at|during) (?:the )?(?:real |cuda[- ]?graph |graph )?capture\b)"
+                       r"|(?P<serving>\b(?:while|when|during) (?:\w+ ){0,2}?(?:serving|generating|inference|rollout|decoding|decode|prefill|benchmarking)\b|\bduring (?:the )?(?:generation|decode|evaluation|benchmark)\b|\bunder (?:\w+ )?load\b|\bsaturating load\b|\bin-flight requests?\b|^\s*serving\b|\bafter (?:running for |serving for )?(?:some|a few|several|many|\d+) (?:requests|hours|minutes)\b"
                        r"|\bafter (?:the )?(?:server )?(?:(?:a )?successful(?:ly)? )?(?:start-?up|starting|launch(?:ing)?|it (?:starts|started)|started)\b"
                        r"|\bduring (?:load[ -]?test(?:ing)?|benchmark(?:ing)?)\b"
                        r"|\b(?:prompt_)?logprobs\b|\b(?:input|prompt|request) is (?:excessively |too |very )?long\b|推理时|推理过程|生成时)")
@@ -181,6 +182,7 @@ _PROSE_STAGE_RE = Lazy(r"(?i)(?P<startup>\bwhile (?:the )?model is loading|\bloa
 _PROSE_KV_RE = Lazy(r"(?i)\b(?:insufficient|not enough|too little|no available)\b[^.]{0,30}?\bkv[ -]?cache\b"
                     r"|\bkv[ -]?cache\b[^.]{0,30}?\b(?:is too small|too small|not enough|insufficient)\b")
 _PROSE_STAGE_GATES = ("load", "initiali", "start", "launch", "captur", "graph", "while", "when", "during", "after", "warm",
+                      "flight", "erving",
                       "profil", "logprobs", "long", "加载",
                       "启动", "初始化", "推理", "生成")
 _PROSE_SAYS = {"startup": "at start-up (their words)", "cudagraph": "during CUDA-graph capture (their words)",
@@ -958,7 +960,7 @@ def _has_blocks(st: Startup) -> bool:
     return any(num.get(k) is not None and num[k] > 0 for k in ("device_blocks", "kv_tokens", "available_kv_gib"))
 
 
-_LAUNCH_STEPS = frozenset(("server launched",))  # segment.MILESTONES' step for a command that starts the server
+LAUNCH_STEPS = frozenset(("server launched",))  # segment.MILESTONES' step for a command that starts the server
 
 
 def phase_hints(sc: Scanner, stage_entries: dict) -> list[Hint]:
@@ -1020,7 +1022,7 @@ def phase_hints(sc: Scanner, stage_entries: dict) -> list[Hint]:
     where: Fact | None = None
     at = None
     # a launch command is the log's only step: the step the person names says more
-    launched_only = sc.step in _LAUNCH_STEPS and sc.prose_stage is not None
+    launched_only = sc.step in LAUNCH_STEPS and sc.prose_stage is not None
     if frames_at is not None:
         at, where = frames_at, Fact(cut.line if cut else None, cut.text if cut else "", f"the traceback's frames are {frames_at}")
     elif launched_only:

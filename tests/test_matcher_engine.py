@@ -414,3 +414,12 @@ def test_a_stage_split_oom_with_no_stage_is_never_confident_whatever_ranks_secon
     m = report.matches[0]
     assert (m.id, m.confidence) == ("cuda-oom-during-serving", "likely")
     assert any("their words" in f.says for f in m.evidence)
+
+
+def test_the_persons_words_order_stage_siblings_when_nothing_else_shows_the_stage():
+    # "it OOMed at capture": still likely (no frame or step shows it), but capture comes first
+    said = ("On a 24 GB laptop GPU it OOMed at capture:\n"
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 500.00 MiB. GPU 0 has a total capacity of "
+            "31.98 GiB of which 136.00 MiB is free.\n")
+    m = matcher().match(said).matches[0]
+    assert (m.id, m.confidence) == ("cuda-oom-during-cudagraph-capture", "likely")

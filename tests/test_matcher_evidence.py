@@ -331,6 +331,7 @@ def test_the_persons_words_name_the_device_the_step_and_a_kill():
     assert _likely(["I am not sure what is causing the OOM at loading time on L40s."]) == ["cuda-oom-during-startup"]
     assert _likely(["With prompt_logprobs = 1 a long input results in an out-of-memory (OOM) error."]) == \
         ["cuda-oom-during-serving"]
+    assert _likely(["The engine OOMs and fails every in-flight request."]) == ["cuda-oom-during-serving"]
     # the step named on the line of their OOM beats one named on another line
     assert _likely(["The dummy sampler warmup underestimates the peak memory.",
                     "So the engine may later hit CUDA OOM during real speculative decoding."]) == ["cuda-oom-during-serving"]

@@ -13,7 +13,7 @@ from contextvars import ContextVar
 from typing import BinaryIO
 
 from . import fill, read
-from .evidence import Fact, Hint, Scanner, frames_stage, hints, host_facts
+from .evidence import Fact, Hint, Scanner, frames_owner, frames_stage, hints, host_facts
 from .literal import cut_through, walk
 from .logsites import Sites, site_of, stated_release
 from .normalize import Lazy
@@ -282,6 +282,10 @@ class Matcher:
                 records.append(r)
         _lead_stage(records, scanner)
         _lead_traceback(records, scanner)
+        if not scanner.vllm_seen and scanner.other_program is None:
+            # vLLM named nowhere, and the traceback runs through another program's package (bitsandbytes
+            # under Unsloth, a trainer's): that program's run, whatever runtime text it ends in
+            scanner.other_program = frames_owner(scanner.last_tb)
         scanner.said_error = said_error
         token = _SIGNS_FOUND.set(found)
         try:

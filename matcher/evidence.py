@@ -72,7 +72,7 @@ _NUMBERS = (
 # lines whose words alone say which entry (substring, entry, what it says): vLLM's own warnings
 _SHM_SAID = Lazy(r"(?i)\b(?:out of|not enough|insufficient|lack of|too little)\s+(?:the\s+)?(?:shared memory|shm|/dev/shm)\b"
                  r"|/dev/shm\b[^.]{0,60}?\b(?:is |was )?(?:too small|full|only 64 ?mb|64 ?mb default)"
-                 r"|\b64 ?mb\b[^.]{0,40}?/dev/shm")
+                 r"|\b64 ?mb\b[^.]{0,40}?/dev/shm|(?:/dev/shm|共享内存)[^。]{0,12}?(?:可用)?(?:空间)?不足")
 _SAYS_LINES = (
     ("cudaHostRegister", "kv-offload-host-memory", Lazy(r"cudaHostRegister\W.{0,300}?(?:fail|cudaErrorMemoryAllocation)"),
      "pinning the KV offload region in host RAM failed (cudaHostRegister): the offload size is more than the host can lock"),
@@ -171,7 +171,9 @@ _NEAR = 3  # lines between the person's "OOM" and the step they name
 # the step a person names in words: (stage, regex) as named groups
 _PROSE_STAGE_RE = Lazy(r"(?i)(?P<startup>\bwhile (?:the )?model is loading|\bloading (?:[\w.-]+ ){0,3}?(?:model|weights|checkpoint)s?\b|\b(?:when|while) (?:i )?(?:try(?:ing)? to )?(?:initiali[sz]|start|launch|load|deploy)(?:e|es|ed|ing)?\b|\b(?:at|on|during) (?:the )?(?:server |engine |vllm |model )?start-?up\b"
                        r"|\bduring (?:the )?(?:vllm'?s? |engine |model |server )?(?:initiali[sz]ation|init|loading|launch)\b|\b(?:fails?|failed|unable|can ?not|can't) to (?:start|launch|load)\b|\bstart-?up (?:ooms?|out of memory|crash(?:es)?|failures?)\b"
-                       r"|\bwarm-?up\b|\bprofil(?:e|ing) run\b|\bat load(?:ing)? time\b|加载|启动|初始化)"
+                       r"|\bwarm-?up\b|\bprofil(?:e|ing) run\b|\bat load(?:ing)? time\b"
+                       r"|\bload(?:s|ed)? (?:successfully|fine)\b|\binitiali[sz]ation (?:fails?|failed|crash(?:es|ed)?)\b|\bbefore (?:running|sending|serving|handling) (?:any )?requests?\b"
+                       r"|加载|启动|初始化)"
                        r"|(?P<cudagraph>\bcapturing (?:the )?(?:cuda ?graphs?|cudagraphs?)|\bcuda ?graph capture"
                        r"|\b(?:at|during) (?:the )?(?:real |cuda[- ]?graph |graph )?capture\b)"
                        r"|(?P<serving>\b(?:while|when|during) (?:\w+ ){0,2}?(?:serving|generating|inference|rollout|decoding|decode|prefill|benchmarking)\b|\bduring (?:the )?(?:generation|decode|evaluation|benchmark)\b|\bunder (?:\w+ )?load\b|\bsaturating load\b|\bin-flight requests?\b|^\s*serving\b|\bafter (?:running for |serving for )?(?:some|a few|several|many|\d+) (?:requests|hours|minutes)\b"
@@ -182,6 +184,7 @@ _PROSE_STAGE_RE = Lazy(r"(?i)(?P<startup>\bwhile (?:the )?model is loading|\bloa
 _PROSE_KV_RE = Lazy(r"(?i)\b(?:insufficient|not enough|too little|no available)\b[^.]{0,30}?\bkv[ -]?cache\b"
                     r"|\bkv[ -]?cache\b[^.]{0,30}?\b(?:is too small|too small|not enough|insufficient)\b")
 _PROSE_STAGE_GATES = ("load", "initiali", "start", "launch", "captur", "graph", "while", "when", "during", "after", "warm",
+                      "before",
                       "flight", "erving",
                       "profil", "logprobs", "long", "加载",
                       "启动", "初始化", "推理", "生成")
@@ -508,7 +511,7 @@ class Scanner:
             if "OutOfMemoryError" in stripped or ("out of memory" in stripped and _DEVICE_OOM_RE.search(stripped)):
                 self.device_oom = self.failure
             if self._tb_whole and not self._tb_vllm and len(self.foreign_tb) < 64:
-                owner = _frames_owner(self.frames)
+                owner = frames_owner(self.frames)
                 if owner:
                     self.foreign_tb[lineno] = owner
             self._tb_whole = False
@@ -776,7 +779,7 @@ def _names_vllm(text: str) -> bool:
 _VLLM_NAMES = ("vllm", "vLLM", "VLLM", "EngineCore", "tpu_inference", "LLM(", "LLMEngine")
 
 
-def _frames_owner(frames: list[tuple[int, str, str]]) -> str | None:
+def frames_owner(frames: list[tuple[int, str, str]]) -> str | None:
     """The program a traceback's frames belong to when none is vLLM's: its first frame outside the
     runtime and the standard library (an installed package's name, else the script's file name)."""
     for _, _, path in frames:

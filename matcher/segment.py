@@ -650,7 +650,7 @@ QUOTE_MIN = 40  # characters a Latin-script run needs to be read as a quoted mes
 
 # an exception quoted in the middle of a sentence ("... initialization: ValueError: max_num_seqs (1024)
 # exceeds ..."): a qualified class name ending in Error/Exception, after a space, colon or bracket
-_MIDLINE_EXC_RE = Lazy(r"(?:(?<=[\s:(\[>])|^)(?P<msg>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): \S.{19,})$")
+_MIDLINE_EXC_RE = Lazy(r"(?:(?<=[\s:(\[>*_`'\"\u201c\u2018])|^)(?P<msg>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): \S.{19,})$")
 
 
 def quoted_exception(message: str) -> str | None:

@@ -276,7 +276,8 @@ def test_a_traceback_of_hugging_faces_loader_with_no_vllm_is_another_program():
 def test_an_oom_raised_in_a_whole_traceback_with_no_vllm_frame_is_not_vllms():
     # RL frameworks run a trainer beside vLLM: the trainer's OOM, in a traceback whose head is in view
     # and none of whose frames is vLLM's, is not vLLM's error even when the paste names vLLM elsewhere
-    tb = ("INFO 03-01 10:00:00 [gpu_model_runner.py:1800] Model loading took 14.2 GiB and 12.3 seconds\n"
+    tb = ("INFO 03-01 09:59:00 [api_server.py:1000] vLLM API server version 0.10.0\n"
+          "INFO 03-01 10:00:00 [gpu_model_runner.py:1800] Model loading took 14.2 GiB and 12.3 seconds\n"
           "Application startup complete.\n"
           "Traceback (most recent call last):\n"
           '  File "/opt/conda/lib/python3.10/runpy.py", line 196, in _run_module_as_main\n'
@@ -300,6 +301,9 @@ def test_an_oom_raised_in_a_whole_traceback_with_no_vllm_frame_is_not_vllms():
     assert matcher().match(headless).root_cause == "cuda-oom-during-serving"
     elided = tb.replace("    loss.backward()\n", "    loss.backward()\n...\n")
     assert matcher().match(elided).root_cause == "cuda-oom-during-serving"
+    # ... unless vLLM is named nowhere: then the frames' package (verl) is whose run it was
+    unnamed = headless.replace("INFO 03-01 09:59:00 [api_server.py:1000] vLLM API server version 0.10.0\n", "")
+    assert matcher().match(unnamed).root_cause is None
 
 
 def test_another_programs_out_of_memory_gets_no_vllm_stage_from_words():
@@ -423,3 +427,21 @@ def test_the_persons_words_order_stage_siblings_when_nothing_else_shows_the_stag
             "31.98 GiB of which 136.00 MiB is free.\n")
     m = matcher().match(said).matches[0]
     assert (m.id, m.confidence) == ("cuda-oom-during-cudagraph-capture", "likely")
+
+
+def test_a_traceback_through_another_programs_package_with_vllm_named_nowhere_is_that_program():
+    # IPython's layout (no traceback header in view): Unsloth loading through bitsandbytes, no vLLM
+    text = ("File ~/anaconda3/envs/unsloth/lib/python3.11/site-packages/bitsandbytes/functional.py:1212, in quantize_4bit(A, absmax)\n"
+            "   1211     mod = dtype2bytes[quant_storage] * 2\n"
+            "-> 1212     out = torch.zeros(((n + 1) // mod, 1), dtype=quant_storage, device=A.device)\n"
+            "\n"
+            "RuntimeError: CUDA driver error: out of memory\n")
+    report = matcher().match(text)
+    assert report.root_cause is None and report.matches[0].confidence == "likely"
+    assert any("'bitsandbytes'" in f.says for f in report.matches[0].evidence)
+
+
+def test_an_exception_in_markdown_emphasis_is_read():
+    text = ("After loading the model it takes ~5-6 min of waiting until I get the **ValueError: No available memory "
+            "for the cache blocks**:\n")
+    assert matcher().match(text).root_cause == "no-memory-for-cache-blocks"

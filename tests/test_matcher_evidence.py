@@ -329,6 +329,10 @@ def test_the_persons_words_name_the_device_the_step_and_a_kill():
     assert _likely(["It OOMs, no idea why."]) == []  # no step named: no stage to give
     assert _likely(["The kernel warmup needs more temporary memory, causing startup OOMs."]) == ["cuda-oom-during-startup"]
     assert _likely(["I am not sure what is causing the OOM at loading time on L40s."]) == ["cuda-oom-during-startup"]
+    assert _likely(["With tensor parallelism the model initialization fails with an OOM error on GPU 0."]) == \
+        ["cuda-oom-during-startup"]
+    assert _likely(["It OOMs even before running any requests."]) == ["cuda-oom-during-startup"]
+    assert _likely(["QwQ loads successfully, but qwen2.5-vl all go OOM."]) == ["cuda-oom-during-startup"]
     assert _likely(["With prompt_logprobs = 1 a long input results in an out-of-memory (OOM) error."]) == \
         ["cuda-oom-during-serving"]
     assert _likely(["The engine OOMs and fails every in-flight request."]) == ["cuda-oom-during-serving"]
@@ -389,6 +393,8 @@ def test_the_persons_words_for_shared_memory_and_a_tpus_hbm():
         ["tpu-hbm-resource-exhausted"]
     assert _likely(["the H100 has 80GB of HBM and it failed"]) == []  # no TPU named
     assert _likely(["This is easy to hit on the common 64 MB default `/dev/shm` used by Docker."]) == ["container-shm-too-small"]
+    assert _likely(["对象存储正在使用 /tmp 目录而不是 /dev/shm 目录。这通常是由于 /dev/shm 的可用空间不足导致的。"]) == \
+        ["container-shm-too-small"]
 
 
 def test_rays_task_error_wraps_the_tasks_own_error():

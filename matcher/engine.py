@@ -13,12 +13,13 @@ from contextvars import ContextVar
 from typing import BinaryIO
 
 from . import fill, read
-from .evidence import Fact, Hint, Scanner, frames_owner, frames_stage, hints, host_facts
+from .evidence import VLLM_WORDS, Fact, Hint, Scanner, frames_owner, frames_stage, hints, host_facts
 from .literal import cut_through, walk
 from .logsites import Sites, site_of, stated_release
 from .normalize import Lazy
 from .score import Table, meaning_differs
-from .segment import Record, cues_of, parse, segment, segment_parsed, split_lines, dedent_blocks, strip_learned_prefix, stage
+from .segment import (Record, cues_of, dedent_blocks, parse, segment, segment_parsed, split_lines, stage,
+                      strip_learned_prefix)
 
 DEFAULT_BASE_URL = "https://kvkb.github.io/kvkb/"
 NEW_ISSUE_URL = "https://github.com/kvkb/kvkb/issues/new"
@@ -234,7 +235,7 @@ class Matcher:
             if not said_error:
                 said_error = not small or any(w in window for w in _ERROR_WORDS)
             if not scanner.vllm_seen:
-                scanner.vllm_seen = not small or any(w in window for w in _VLLM_WORDS)
+                scanner.vllm_seen = not small or any(w in window for w in VLLM_WORDS)
                 if not scanner.vllm_seen and scanner.other_program is None:
                     low = window.lower()
                     scanner.other_program = next((w for w in _OTHER_PROGRAMS if w in low), None)
@@ -409,20 +410,17 @@ class Matcher:
         return (runner[4] == exact and base - runner[1] < MARGIN and other["category"] == entry["category"]
                 and self._entry_stage(other) != self._entry_stage(entry))
 
-    def _unstaged(self, entry: dict, base: float, exact: bool, runner, rstage: str | None, si: int,
-                  ranked: list | None = None) -> str | None:
+    def _unstaged(self, entry: dict, base: float, exact: bool, rstage: str | None, si: int, ranked: list) -> str | None:
         """'A and B' when the claim rests on a stage the log does not show; None otherwise. The sibling
         of another stage may rank below an unrelated entry (the start-up bonus lifts every start-up entry
         when nothing shows serving): any ranked sibling counts, not only the runner-up."""
         if rstage is not None:
             return None
-        runner = next((r for r in (ranked or [])[1:] if self._stage_decided(entry, base, exact, r)), None) \
-            if ranked else (runner if runner is not None and self._stage_decided(entry, base, exact, runner) else None)
-        if runner is None:
+        sibling = next((r for r in ranked[1:] if self._stage_decided(entry, base, exact, r)), None)
+        if sibling is None:
             return None
-        ids = {entry["id"], self.entries[self.table.sigs[runner[2]]["entry"]]["id"]}
-        norm = self.table.sigs[si]["norm"]  # every entry with this very wording
-        ids |= {self.entries[sg["entry"]]["id"] for sg in self.table.sigs if sg["norm"] == norm}
+        ids = {entry["id"], self.entries[self.table.sigs[sibling[2]]["entry"]]["id"]}
+        ids |= {other["id"] for _, other in self._same_wording(si)}
         names = sorted(ids)
         return ", ".join(names[:-1]) + " and " + names[-1]
 
@@ -434,12 +432,13 @@ class Matcher:
         at, fact = scanner.prose_stage
         if self._entry_stage(entry) == at or (at == "startup" and self._entry_stage(entry) == "cudagraph"):
             return None
+        return next(((other, sj, fact) for sj, other in self._same_wording(si)
+                     if other["category"] == entry["category"] and self._entry_stage(other) == at), None)
+
+    def _same_wording(self, si: int) -> list[tuple[int, dict]]:
+        """(signature index, entry) of every signature with signature si's very wording."""
         norm = self.table.sigs[si]["norm"]
-        for sj, sg in enumerate(self.table.sigs):
-            other = self.entries[sg["entry"]]
-            if sg["norm"] == norm and other["category"] == entry["category"] and self._entry_stage(other) == at:
-                return other, sj, fact
-        return None
+        return [(sj, self.entries[sg["entry"]]) for sj, sg in enumerate(self.table.sigs) if sg["norm"] == norm]
 
     @staticmethod
     def _stage_fact(rec: Record, rstage: str, global_stage: str | None, global_at: tuple | None = None) -> Fact:
@@ -561,7 +560,7 @@ class Matcher:
             if against:
                 is_conf = False
             # the wording is shared by entries that differ only in their stage, and nothing shows the stage
-            unstaged = self._unstaged(entry, base, exact, runner, rstage, si, ranked) if is_conf else None
+            unstaged = self._unstaged(entry, base, exact, rstage, si, ranked) if is_conf else None
             said_stage = None
             if unstaged:
                 is_conf = False
@@ -895,15 +894,12 @@ _COMMON_TYPES = frozenset(("RuntimeError", "ValueError", "AssertionError", "KeyE
 # words of a failure, in any form: a paste with none of them holds no error at all
 _ERROR_WORDS = ("rror", "ERROR", "xception", "ailed", "FAILED", "Killed", "killed", "out of memory", "Out of memory",
                 "OOM", "Traceback", "atal", "FATAL", "panic", "Abort", "abort", "SIG", "Cannot allocate", "exceed")
-# a paste shows vLLM when it names it (a path, a logger, the banner, a command) or its engine process
-_VLLM_WORDS = ("vllm", "vLLM", "VLLM", "Vllm", "EngineCore", "tpu_inference")  # tpu_inference: vLLM's TPU backend
 # other programs that print the same runtime texts (torch's, NCCL's, XLA's OOM): inference engines, and
 # training code (vLLM never trains). Looked for only in a paste that never names vLLM, lower-cased.
+# (A traceback through another package's frames names its program by itself: evidence.frames_owner.)
 _OTHER_PROGRAMS = ("sglang", "tensorrt_llm", "tensorrt-llm", "trtllm", "ollama", "ggml", "llama.cpp", "llama_cpp",
                    "lmdeploy", "text_generation_server", "text-generation-inference", "mlc_llm", "exllama", "easydel",
-                   "maxtext", "train_step", "training_step", "deepspeed", "megatron",
-                   # frames of the libraries that load and train models without vLLM (Hugging Face's stack)
-                   "/transformers/modeling_", "/accelerate/", "/peft/", "/trl/trainer/", "/llamafactory/")
+                   "maxtext", "train_step", "training_step", "deepspeed", "megatron")
 # Hugging Face transformers' JAX models (FlaxGemmaForCausalLM...): a program that is not vLLM (vLLM's own
 # JAX models, tpu-inference, are not named so)
 _HF_FLAX_RE = Lazy(r"\bflax[a-z0-9]+for(?:causallm|conditionalgeneration|seq2seqlm|maskedlm)")

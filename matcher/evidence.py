@@ -69,10 +69,11 @@ _NUMBERS = (
     ("tensor_parallel", "tensor_parallel_size", r"\btensor_parallel_size['\"]?[=:] ?(\d+)"),
     ("tensor_parallel", "tensor-parallel-size", r"--tensor-parallel-size[= ]+(\d+)"),
 )
-# lines whose words alone say which entry (substring, entry, what it says): vLLM's own warnings
+# the person's words for /dev/shm running out (also in Chinese)
 _SHM_SAID = Lazy(r"(?i)\b(?:out of|not enough|insufficient|lack of|too little)\s+(?:the\s+)?(?:shared memory|shm|/dev/shm)\b"
                  r"|/dev/shm\b[^.]{0,60}?\b(?:is |was )?(?:too small|full|only 64 ?mb|64 ?mb default)"
                  r"|\b64 ?mb\b[^.]{0,40}?/dev/shm|(?:/dev/shm|共享内存)[^。]{0,12}?(?:可用)?(?:空间)?不足")
+# lines whose words alone say which entry (substring, entry, what it says): vLLM's own warnings
 _SAYS_LINES = (
     ("cudaHostRegister", "kv-offload-host-memory", Lazy(r"cudaHostRegister\W.{0,300}?(?:fail|cudaErrorMemoryAllocation)"),
      "pinning the KV offload region in host RAM failed (cudaHostRegister): the offload size is more than the host can lock"),
@@ -184,10 +185,7 @@ _PROSE_STAGE_RE = Lazy(r"(?i)(?P<startup>\bwhile (?:the )?model is loading|\bloa
 _PROSE_KV_RE = Lazy(r"(?i)\b(?:insufficient|not enough|too little|no available)\b[^.]{0,30}?\bkv[ -]?cache\b"
                     r"|\bkv[ -]?cache\b[^.]{0,30}?\b(?:is too small|too small|not enough|insufficient)\b")
 _PROSE_STAGE_GATES = ("load", "initiali", "start", "launch", "captur", "graph", "while", "when", "during", "after", "warm",
-                      "before",
-                      "flight", "erving",
-                      "profil", "logprobs", "long", "加载",
-                      "启动", "初始化", "推理", "生成")
+                      "before", "flight", "erving", "profil", "logprobs", "long", "加载", "启动", "初始化", "推理", "生成")
 _PROSE_SAYS = {"startup": "at start-up (their words)", "cudagraph": "during CUDA-graph capture (their words)",
                "serving": "while serving (their words)"}
 # "killed by Kubernetes when memory crosses the limit", "经常oom直接被kill了", "the memory monitor kills the actor"
@@ -409,7 +407,8 @@ class Scanner:
             return
         self.last_at = lineno
         self.last_text = stripped
-        if len(stripped) <= _ELISION_MAX and stripped in _ELISIONS and self.open_tb is None:
+        elided = len(stripped) <= _ELISION_MAX and stripped in _ELISIONS
+        if elided and self.open_tb is None:
             # the person cut lines out here: start-up may have gone on, finished, even served, in them;
             # the last step seen above says nothing about what comes below (inside a traceback "..."
             # only skips frames)
@@ -454,7 +453,7 @@ class Scanner:
             self.last_raise = None
             return
         source = self.open_tb is not None and (stripped.startswith("-->") if self._ipython else content[:1].isspace())
-        if self.open_tb is not None and len(stripped) <= _ELISION_MAX and stripped in _ELISIONS:
+        if elided and self.open_tb is not None:
             self._tb_whole = False  # the person left frames out
         if source:
             if not self._tb_vllm and _names_vllm(stripped):
@@ -776,7 +775,10 @@ def _names_vllm(text: str) -> bool:
     return any(w in text for w in _VLLM_NAMES)
 
 
-_VLLM_NAMES = ("vllm", "vLLM", "VLLM", "EngineCore", "tpu_inference", "LLM(", "LLMEngine")
+# a paste shows vLLM when it names it (a path, a logger, the banner, a command) or its engine process
+# (tpu_inference: vLLM's TPU backend); a traceback's source line also by the engine's classes
+VLLM_WORDS = ("vllm", "vLLM", "VLLM", "Vllm", "EngineCore", "tpu_inference")
+_VLLM_NAMES = VLLM_WORDS + ("LLM(", "LLMEngine")
 
 
 def frames_owner(frames: list[tuple[int, str, str]]) -> str | None:
@@ -788,7 +790,7 @@ def frames_owner(frames: list[tuple[int, str, str]]) -> str | None:
         p = path.replace("\\", "/")
         m = _PKG_RE.search(p)
         if m:
-            pkg = m.group(1).split(".", 1)[0] if not m.group(1).endswith(".py") else m.group(1)[:-3]
+            pkg = m.group(1).split(".", 1)[0]
             if pkg not in _RUNTIME_PACKAGES and not pkg.startswith("_"):
                 return pkg
             continue
@@ -850,12 +852,12 @@ def _callee_hints(sc: Scanner, frame: tuple, where: str, cut: Fact, stage_entrie
         allocates = frame[1] in sc._allocates
     else:
         allocates = not ids or any(cats.get(e) != "kv-capacity" for e in ids)
-    # V1's API server process runs no model: the engine allocates in its own process (EngineCore), so a
-    # traceback in the API server is no device OOM, whatever the static call graph reaches
     # ... and it does when vLLM's own code below it raises a device OOM entry's wording (the sampler
     # warm-up catches PyTorch's OOM and raises its own message)
     if not allocates and not phase_table and any(e in table for e in set(stage_entries.values())):
         allocates = True
+    # V1's API server process runs no model: the engine allocates in its own process (EngineCore), so a
+    # traceback in the API server is no device OOM, whatever the static call graph reaches
     api = sc.tb_api and not phase_table and allocates
     if api:
         allocates = False
@@ -963,7 +965,7 @@ def _has_blocks(st: Startup) -> bool:
     return any(num.get(k) is not None and num[k] > 0 for k in ("device_blocks", "kv_tokens", "available_kv_gib"))
 
 
-LAUNCH_STEPS = frozenset(("server launched",))  # segment.MILESTONES' step for a command that starts the server
+_LAUNCH_STEPS = frozenset(("server launched",))  # segment.MILESTONES' step for a command that starts the server
 
 
 def phase_hints(sc: Scanner, stage_entries: dict) -> list[Hint]:
@@ -1025,7 +1027,7 @@ def phase_hints(sc: Scanner, stage_entries: dict) -> list[Hint]:
     where: Fact | None = None
     at = None
     # a launch command is the log's only step: the step the person names says more
-    launched_only = sc.step in LAUNCH_STEPS and sc.prose_stage is not None
+    launched_only = sc.step in _LAUNCH_STEPS and sc.prose_stage is not None
     if frames_at is not None:
         at, where = frames_at, Fact(cut.line if cut else None, cut.text if cut else "", f"the traceback's frames are {frames_at}")
     elif launched_only:

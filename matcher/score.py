@@ -262,14 +262,22 @@ class Table:
         if not ids and not logged:
             return None
         named = devices(line)
+
+        def same_device(i: int) -> bool:
+            return not named or not (d := self.sigs[i].get("devices")) or bool(named.intersection(d))
+
+        message, canon = record.message, record.canon
+
+        def word_for_word(sig: dict) -> bool:
+            return exact(message, sig) or (canon != message and exact(canon, sig))
+
         if named:
-            ids = [i for i in ids if not (d := self.sigs[i].get("devices")) or named.intersection(d)]
+            ids = [i for i in ids if same_device(i)]
         out = []
         fuzzy_ids = []
-        message, canon = record.message, record.canon
         for i in ids:
             sig = self.sigs[i]
-            if exact(message, sig) or (canon != message and exact(canon, sig)):
+            if word_for_word(sig):
                 # the template word for word: placeholders hold anything (a request id, not only numbers)
                 out.append((100.0 - penalty, i, True))
             elif sig.get("level") in ("INFO", "DEBUG"):
@@ -283,11 +291,8 @@ class Table:
         if logged and not out:
             # an exception's text logged without its class (`logger.exception(e)` prints str(e): V0's
             # engine logs "CUDA out of memory. Tried to allocate ..." so): word for word only
-            for i in self._token_filter(line, self.exc_sigs):
-                sig = self.sigs[i]
-                if (not named or not (d := sig.get("devices")) or named.intersection(d)) and \
-                        (exact(message, sig) or (canon != message and exact(canon, sig))):
-                    out.append((100.0 - INNER_PENALTY, i, True))
+            out = [(100.0 - INNER_PENALTY, i, True) for i in self._token_filter(line, self.exc_sigs)
+                   if same_device(i) and word_for_word(self.sigs[i])]
         if not out and not fuzzy_ids:
             return None
         return out, fuzzy_ids, penalty, ids

@@ -281,7 +281,7 @@ def parse(lines: list[tuple[int, str]]) -> list[tuple]:
     of its own (with the stored line's number); so is each line of a log flattened onto one line."""
     parsed = []
     for lineno, raw in lines:
-        if ("\\" in raw or raw[:1] == "{") and (raw[:1] == "{" or "\\n" in raw):
+        if raw[:1] == "{" or "\\n" in raw:
             inner = unescape_log(raw)
             if inner is not None:
                 parsed.extend((lineno,) + p[1:] for p in parse([(lineno, ln) for ln in inner]))
@@ -318,12 +318,7 @@ _JSON_RECORD_KEYS = ("time", "timestamp", "ts", "@timestamp", "asctime", "level"
 _ESCAPED_LOG_RE = Lazy(r'Traceback \(most recent call last\)|File \\?"[^"\\]+\\?", line \d+|\\n(?:INFO|WARNING|ERROR|DEBUG) '
                        r"|(?:\\n|^\W{0,3})(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): |\\n\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d")
 _ESCAPED_CHAR_RE = Lazy(r"\\(u[0-9a-fA-F]{4}|[nrt\"'\\])")
-_ESCAPED_CHARS = {"n": "\n", "r": "", "t": "\t", '"': '"', "'": "'", "\\": "\\"}
-
-
-def _unescape_char(m: re.Match) -> str:
-    code = m.group(1)
-    return _ESCAPED_CHARS[code] if code in _ESCAPED_CHARS else chr(int(code[1:], 16))
+_ESCAPED_CHARS = {"n": "\n", "r": "", "t": "\t"}  # a line break stays one here (see _unescaper)
 
 
 def unescape_log(raw: str) -> list[str] | None:
@@ -342,7 +337,7 @@ def unescape_log(raw: str) -> list[str] | None:
             if text is not None:
                 return text.rstrip("\n").split("\n")
     if raw.count("\\n") >= 2 and _ESCAPED_LOG_RE.search(raw):
-        text = _ESCAPED_CHAR_RE.sub(_unescape_char, raw)
+        text = _ESCAPED_CHAR_RE.sub(_unescape_log_char, raw)
         return text.split("\n")
     return None
 
@@ -687,14 +682,22 @@ def _embedded(message: str) -> str | None:
     return text or None
 
 
-def _unescape(m: re.Match) -> str:
-    code = m.group(1)
-    if len(code) > 1:
-        try:
-            return chr(int(code[1:], 16))
-        except ValueError:
-            return ""
-    return _ESCAPES.get(code, code)
+def _unescaper(table: dict[str, str]):
+    """A re.sub function decoding a backslash escape (\\uXXXX, \\xXX, or one character: the table's
+    meaning, else the character itself)."""
+    def sub(m: re.Match) -> str:
+        code = m.group(1)
+        if len(code) > 1:
+            try:
+                return chr(int(code[1:], 16))
+            except ValueError:
+                return ""
+        return table.get(code, code)
+    return sub
+
+
+_unescape = _unescaper(_ESCAPES)  # a quoted HTTP body's message is read as one line
+_unescape_log_char = _unescaper(_ESCAPED_CHARS)  # an escaped log keeps its line breaks
 
 
 _FENCE_RE = Lazy(r"^([ \t]*)(?:```|~~~)")
@@ -708,16 +711,14 @@ def dedent_blocks(lines: list[str]) -> list[str]:
     fenced = [i for i, ln in enumerate(lines) if "```" in ln or "~~~" in ln]
     out = list(lines)
     if fenced:
-        k = 0
-        while k < len(fenced):
+        for k in range(0, len(fenced), 2):  # opening fences; each block runs to the next fence
             m = _FENCE_RE.match(lines[fenced[k]])
-            end = fenced[k + 1] if k + 1 < len(fenced) else len(lines)
             indent = m.group(1) if m else ""
+            end = fenced[k + 1] if k + 1 < len(fenced) else len(lines)
             if indent:
                 for i in range(fenced[k] + 1, end):
                     if out[i].startswith(indent):
                         out[i] = out[i][len(indent):]
-            k += 2
         return out
     body = [ln for ln in lines if ln.strip()]
     if not body or body[0][:1] not in " \t":

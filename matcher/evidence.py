@@ -170,14 +170,14 @@ _SAYS_OOM_RE = Lazy(r"(?i)(?<![a-z])OOMs?(?![a-z])|out of memory|OutOfMemory|显
 _SAYS_WAKE_RE = Lazy(r"(?i)(?<![a-z])wak(?:e[ _-]?up|ing up)")
 _NEAR = 3  # lines between the person's "OOM" and the step they name
 # the step a person names in words: (stage, regex) as named groups
-_PROSE_STAGE_RE = Lazy(r"(?i)(?P<startup>\bwhile (?:the )?model is loading|\bloading (?:[\w.-]+ ){0,3}?(?:model|weights|checkpoint)s?\b|\b(?:when|while) (?:i )?(?:try(?:ing)? to )?(?:initiali[sz]|start|launch|load|deploy)(?:e|es|ed|ing)?\b|\b(?:at|on|during) (?:the )?(?:server |engine |vllm |model )?start-?up\b"
+_PROSE_STAGE_RE = Lazy(r"(?i)(?P<startup>\bwhile (?:the )?model is loading|\bloading (?:[\w.-]+ ){0,3}?(?:model|weights|checkpoint)s?\b|\b(?:when|while) (?:i )?(?:(?:try|attempt)(?:ing)? to )?(?:initiali[sz]|start|launch|load|deploy)(?:e|es|ed|ing)?\b|\b(?:at|on|during) (?:the )?(?:server |engine |vllm |model )?start-?up\b"
                        r"|\bduring (?:the )?(?:vllm'?s? |engine |model |server )?(?:initiali[sz]ation|init|loading|launch)\b|\b(?:fails?|failed|unable|can ?not|can't) to (?:start|launch|load)\b|\bstart-?up (?:ooms?|out of memory|crash(?:es)?|failures?)\b"
-                       r"|\bwarm-?up\b|\bprofil(?:e|ing) run\b|\bat load(?:ing)? time\b"
+                       r"|\bwarm-?up\b|\bprofil(?:e|ing) (?:run|stage|step|phase)\b|\bduring (?:the )?(?:[\w-]+ ){0,3}?(?:memory )?profiling\b|\bat load(?:ing)? time\b"
                        r"|\bload(?:s|ed)? (?:successfully|fine)\b|\binitiali[sz]ation (?:fails?|failed|crash(?:es|ed)?)\b|\bbefore (?:running|sending|serving|handling) (?:any )?requests?\b"
                        r"|加载|启动|初始化)"
                        r"|(?P<cudagraph>\bcapturing (?:the )?(?:cuda ?graphs?|cudagraphs?)|\bcuda ?graph capture"
                        r"|\b(?:at|during) (?:the )?(?:real |cuda[- ]?graph |graph )?capture\b)"
-                       r"|(?P<serving>\b(?:while|when|during) (?:\w+ ){0,2}?(?:serving|generating|inference|rollout|decoding|decode|prefill|benchmarking)\b|\bduring (?:the )?(?:generation|decode|evaluation|benchmark)\b|\bunder (?:\w+ )?load\b|\bsaturating load\b|\bin-flight requests?\b|^\s*serving\b|\bafter (?:running for |serving for )?(?:some|a few|several|many|\d+) (?:requests|hours|minutes)\b"
+                       r"|(?P<serving>\b(?:while|when|during) (?:\w+ ){0,3}?(?:serving|generating|inference|rollout|decoding|decode|prefill|benchmarking|evaluat(?:e|es|ing|ion)|benchmarks?)\b|\bduring (?:the )?(?:generation|decode|evaluation|benchmark)\b|\bunder (?:\w+ )?load\b|\bsaturating load\b|\bin-flight requests?\b|^\s*serving\b|\bafter (?:running for |serving for )?(?:some|a few|several|many|\d+) (?:requests|hours|minutes)\b"
                        r"|\bafter (?:the )?(?:server )?(?:(?:a )?successful(?:ly)? )?(?:start-?up|starting|launch(?:ing)?|it (?:starts|started)|started)\b"
                        r"|\bduring (?:load[ -]?test(?:ing)?|benchmark(?:ing)?)\b"
                        r"|\b(?:prompt_)?logprobs\b|\b(?:input|prompt|request) is (?:excessively |too |very )?long\b|推理时|推理过程|生成时)")

@@ -336,6 +336,11 @@ def test_the_persons_words_name_the_device_the_step_and_a_kill():
     assert _likely(["With prompt_logprobs = 1 a long input results in an out-of-memory (OOM) error."]) == \
         ["cuda-oom-during-serving"]
     assert _likely(["The engine OOMs and fails every in-flight request."]) == ["cuda-oom-during-serving"]
+    # evaluation and benchmark runs send requests; a profiling stage and "attempting to deploy" are start-up
+    assert _likely(["We see CUDA OOM while running the GSM8K evaluation with lm_eval."]) == ["cuda-oom-during-serving"]
+    assert _likely(["Out of memory when trying to benchmark the model at batch 64."]) == ["cuda-oom-during-serving"]
+    assert _likely(["The OOM comes during the image encoder profiling step."]) == ["cuda-oom-during-startup"]
+    assert _likely(["It fails with an OOM error when attempting to deploy Qwen2-VL."]) == ["cuda-oom-during-startup"]
     # the step named on the line of their OOM beats one named on another line
     assert _likely(["The dummy sampler warmup underestimates the peak memory.",
                     "So the engine may later hit CUDA OOM during real speculative decoding."]) == ["cuda-oom-during-serving"]

@@ -174,7 +174,12 @@ def _scan_mapped(stream: BinaryIO, start: int, anchors: list[bytes], stats: Stat
             mm.madvise(mmap.MADV_SEQUENTIAL)
         except (OSError, ValueError):
             pass
-        bounds = _parts(mm, start, size, _jobs())
+        # the first part also runs the cover anchors over cover_limit bytes and counts lines up to
+        # LINE_LIMIT: each find pass over a byte costs about the same, so that is extra bytes of scan
+        passes = max(1, len(anchors) + len(words))
+        reach = min(size - start, cover_limit(cover)) if cover else 0
+        head_extra = (len(cover) * reach + min(size - start, LINE_LIMIT)) // passes
+        bounds = _parts(mm, start, size, _jobs(), head_extra)
         workers = [_fork(mm, lo, hi, start, size, anchors, words) for lo, hi in zip(bounds[1:-1], bounds[2:])]
         counter = [start, 1]  # newlines before counter[0] are in counter[1] - 1
         for _, wins in _blocks(mm, bounds[0], bounds[1], start, size, anchors, stats, counter, words, cover):
@@ -256,12 +261,16 @@ def _jobs() -> int:
     return max(1, min(4, cpus))
 
 
-def _parts(mm, start: int, size: int, jobs: int) -> list[int]:
-    """Part boundaries [start, ..., size], each at a line start."""
+def _parts(mm, start: int, size: int, jobs: int, head_extra: int = 0) -> list[int]:
+    """Part boundaries [start, ..., size], each at a line start. `head_extra`: the first part's extra
+    work (cover anchors, line counting) in bytes of a plain scan; the first part is that much
+    shorter, so the parts finish together (the first is never shorter than LINE_LIMIT)."""
     jobs = max(1, min(jobs, (size - start) // max(PARALLEL_PART, LINE_LIMIT + WINDOW_BYTES)))
     bounds = [start]
+    first = (size - start + head_extra) // jobs - head_extra
+    first = max(first, LINE_LIMIT + WINDOW_BYTES)
     for k in range(1, jobs):
-        at = start + (size - start) * k // jobs
+        at = start + first + (size - start - first) * (k - 1) // (jobs - 1)
         nl = mm.find(b"\n", at, min(size, at + MAX_LINE))
         at = nl + 1 if nl >= 0 else at
         if bounds[-1] < at < size:

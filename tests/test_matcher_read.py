@@ -167,6 +167,27 @@ def test_parallel_parts_give_the_same_windows_in_order(tmp_path, monkeypatch, ca
     assert stats.windows == len(piped)
 
 
+def test_the_first_part_is_shorter_by_its_extra_work(tmp_path, monkeypatch):
+    # the parent's part also runs the cover anchors and counts lines: it gets fewer bytes, so the parts end together
+    import mmap
+
+    monkeypatch.setattr(read, "PARALLEL_PART", 100 << 10)
+    monkeypatch.setattr(read, "LINE_LIMIT", 100 << 10)
+    data = b"".join(b"INFO line %07d of an ordinary log\n" % k for k in range(60000))
+    path = tmp_path / "log"
+    path.write_bytes(data)
+    with open(path, "rb") as f:
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        even = read._parts(mm, 0, len(data), 2)
+        lighter = read._parts(mm, 0, len(data), 2, head_extra=300 << 10)
+        floor = read._parts(mm, 0, len(data), 2, head_extra=len(data))
+        mm.close()
+    assert abs(even[1] - len(data) // 2) < 64
+    # (size + extra) / 2 - extra for the first part, at a line start
+    assert abs(lighter[1] - ((len(data) + (300 << 10)) // 2 - (300 << 10))) < 64 and data[lighter[1] - 1] == 10
+    assert floor[1] >= read.LINE_LIMIT + read.WINDOW_BYTES  # never shorter than the lines it must count
+
+
 def test_cover_anchors_share_one_budget():
     # each cover anchor is one more pass over the bytes it is searched in: more anchors, shorter stretch
     assert read.cover_limit([b"a"] * 15) == read.COVER_MAX

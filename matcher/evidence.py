@@ -86,6 +86,12 @@ _SAYS_LINES = (
         r"(?i)^(?=.*\btpus?\b)(?=.*\bhbm\b)(?=.*(?:out of|not enough|insufficient|fail|cannot|can't|unable|prevent|"
         r"exhaust|\boom\b|fragment))"),
      "the person says the TPU's HBM could not hold it"),
+    # Ray's memory monitor (Ray 2.x) lists the workers it considered and killed, each as "(Task: job ID=..,
+    # lease ID=.., task name=.., .., pid=.., actual memory used=7.39GB, worker ID=..)": only that report
+    # prints a worker's memory this way (its docs, "Limiting the memory usage")
+    ("actual memory used=", "ray-memory-monitor-kill",
+     Lazy(r"\((?:Task|Actor\([0-9a-f]+\)): job ID=[0-9a-f]+,.{0,400}?\bactual memory used=[\d.]+ ?GB"),
+     "Ray's memory monitor lists this worker with the host memory it used: it kills workers when the node runs low on memory"),
 )
 _NUMBER_GATES = tuple({n[1] for n in _NUMBERS})
 _LEAST_WINS = frozenset(("available_kv_gib", "device_blocks", "available_bytes", "kv_tokens"))
@@ -594,13 +600,15 @@ class Scanner:
             cur.says_oom = Fact(lineno, text, "the person who pasted this says it ran out of memory")
         if ("mem" in text or "MEM" in text) and self.says_space is None and _SAYS_SPACE_RE.search(text):
             self.says_space = Fact(lineno, text, "names a TPU on-chip memory space (SMEM/VMEM)")
+        named = False
         for words, eid, rx, says in _SAYS_LINES:
             if words in text and len(self.said) < 4 and rx.search(text):
                 self.said.append((eid, Fact(lineno, text, says)))
+                named = True
         if level is None:
-            self._prose(lineno, text)
+            self._prose(lineno, text, named)
 
-    def _prose(self, lineno: int, text: str) -> None:
+    def _prose(self, lineno: int, text: str, named: bool = False) -> None:
         """The person's own words: the step they name near their "OOM" (waking up, loading, serving), and
         a process killed when memory ran out (the OOM killer's or Kubernetes' kill, told in words)."""
         low = text.lower()
@@ -624,7 +632,8 @@ class Scanner:
             self.says_host = Fact(lineno, text, "the person names the host's memory")
         if not self.says_device and _PROSE_DEVICE_RE.search(text):
             self.says_device = True
-        if "kill" in low and len(self.host) < 8 and not (self.host and self.host[-1][0].line == lineno) \
+        # (a line that already names its entry, such as Ray's record of a worker it killed, is that entry's)
+        if "kill" in low and not named and len(self.host) < 8 and not (self.host and self.host[-1][0].line == lineno) \
                 and _PROSE_KILL_RE.search(text) and _PROSE_MEM_RE.search(text):
             self.host.append((Fact(lineno, text, "the person says the process was killed as memory ran out"), False))
 

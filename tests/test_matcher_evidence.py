@@ -302,6 +302,13 @@ def test_info_and_warning_lines_that_carry_the_evidence():
     assert _likely(["my GPU has 16MB of vmem"]) == []  # no TPU named
     ray = ["I got OOM.", "PID     MEM(GB) COMMAND", "40126   11.20   ray::WorkerDict.actor_rollout_generate_sequences"]
     assert "category:host-memory" in _likely(ray)
+    # Ray's memory monitor lists the workers it weighed, each with the host memory it used
+    worker = ("  Selected to kill: (Task: job ID=02000000, lease ID=0a00000002000000ffffffff, task name=rollout, "
+              "required resources={GPU: 1}, pid=4242, actual memory used=31.50GB, worker ID=5f5f5f)")
+    assert _likely([worker]) == ["ray-memory-monitor-kill"]
+    assert _likely(["(Actor(9a9a9a01000000): job ID=01000000, lease ID=07, task name=Engine.__init__, "
+                    "required resources={}, pid=77, actual memory used=2.10GB, worker ID=1b1b)"]) == ["ray-memory-monitor-kill"]
+    assert _likely(["the actual memory used=31.50GB according to top"]) == []  # not Ray's worker record
     # none of them over an error line that names another cause
     assert _likely(["GPU KV cache usage: 100.0%", "ValueError: bad request"], visible=True) == []
 

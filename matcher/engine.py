@@ -593,7 +593,8 @@ class Matcher:
             elif differs:
                 m.evidence.append(Fact(rec.line, rec.text, f"close to {eid}'s wording, but {differs}: another error"))
             elif advisory:
-                m.notes = {**m.notes, "advisory": "vLLM prints this line on healthy runs too: it is a hint, not the failure"}
+                who = self.table.sigs[si].get("shared") or "vLLM"
+                m.notes = {**m.notes, "advisory": f"{who} prints this line on healthy runs too: it is a hint, not the failure"}
             elif raised_by:
                 m.confidence = "likely"
                 m.evidence.append(Fact(rec.line, rec.text, f"but the traceback above it is whole and none of its frames is "

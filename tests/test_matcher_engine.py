@@ -445,3 +445,17 @@ def test_an_exception_in_markdown_emphasis_is_read():
     text = ("After loading the model it takes ~5-6 min of waiting until I get the **ValueError: No available memory "
             "for the cache blocks**:\n")
     assert matcher().match(text).root_cause == "no-memory-for-cache-blocks"
+
+
+def test_pytorchs_allocator_warning_is_a_hint_named_for_pytorch():
+    # torch 2.13+ logs every failed cudaMalloc, then frees its cache and retries: healthy start-ups print it too
+    line = ("[rank1]:[W812 16:00:28.643448608 CUDACachingAllocator.cpp:3933] memory allocation failed with OOM on "
+            "device 1 while trying to allocate 20971520 bytes (free: 15794176, total: 150111977472).\n")
+    report = matcher().match(line)
+    assert report.root_cause is None
+    m = report.matches[0]
+    assert m.id in ("cuda-oom-during-startup", "cuda-oom-during-serving", "cuda-oom-during-cudagraph-capture")
+    assert m.confidence == "possible" and m.notes["advisory"].startswith("PyTorch prints this line")
+    # the OOM that follows when the retry fails too is the failure
+    raised = line + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 1 has a total capacity of 139.80 GiB of which 15.06 MiB is free.\n"
+    assert matcher().match(raised).matches[0].confidence == "likely"

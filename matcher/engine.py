@@ -13,7 +13,7 @@ from contextvars import ContextVar
 from typing import BinaryIO
 
 from . import fill, read
-from .evidence import VLLM_WORDS, Fact, Hint, Scanner, frames_owner, frames_stage, hints, host_facts
+from .evidence import VLLM_WORDS, Fact, Hint, Scanner, frames_owner, frames_stage, hints, host_facts, room_left
 from .literal import cut_through, walk
 from .logsites import Sites, site_of, stated_release
 from .normalize import Lazy
@@ -483,6 +483,20 @@ class Matcher:
         ranked = sorted(best.values(), key=lambda t: (not t[0], -t[1], -t[2], not t[3]))
         return [(f, b, si, record_stage, x, d) for _, f, b, x, si, d in ranked]
 
+    def _rewrapped(self, rec: Record, global_stage: str | None) -> list:
+        """A RuntimeError whose text is another class's wording: vLLM's executors re-raise a worker's error
+        as RuntimeError ('Worker failed with error ...'), and a paste may keep that class with the worker's
+        text. The ranking of its text against the wordings of other classes (at most likely: the class
+        differs), when no RuntimeError wording fits it."""
+        if rec.kind != "exception" or rec.type != "RuntimeError":
+            return []
+        alt = Record(rec.line, "inner", None, rec.level, rec.message, rec.cues)
+        for k in ("offset", "at", "startup", "stage", "cue_at", "stage_at", "site", "joins"):
+            setattr(alt, k, getattr(rec, k))
+        sigs = self.table.sigs
+        return [r for r in self._score_record(alt, global_stage)
+                if r[1] >= CUTOFF and sigs[r[2]].get("exception") not in (None, "RuntimeError")]
+
     def _variant_better(self, record: Record, si: int, sj: int) -> bool:
         """Two wordings of one entry tie after canonicalisation ("models's"): prefer the one the log really has."""
         from rapidfuzz import fuzz
@@ -515,6 +529,11 @@ class Matcher:
             if first_error is None and (rec.kind in ("exception", "inner") or rec.level in ("ERROR", "CRITICAL")):
                 first_error = rec
             ranked = self._score_record(rec, global_stage, id(rec) in fuzzy, prepared[id(rec)])
+            rewrapped = None
+            if not ranked or ranked[0][1] < CUTOFF:
+                rewrapped = self._rewrapped(rec, global_stage)
+                if rewrapped:
+                    ranked = rewrapped
             if rec.kind in ("exception", "inner") and rec.type and (not ranked or ranked[0][1] < CUTOFF):
                 unmatched.append(rec)  # no entry's wording is in it (a resemblance at most)
                 if any(w in rec.message for w in _MEMORY_WORDS):
@@ -539,7 +558,9 @@ class Matcher:
             is_conf = base >= CUTOFF and (runner is None or final - runner[0] >= MARGIN or (exact and not runner[4]))
             entry = self.entries[self.table.sigs[si]["entry"]]
             eid = entry["id"]
-            # the words that carry the meaning (device, memory space, "out of memory") must agree
+            # the words that carry the meaning (device, memory space, "out of memory", the class) must agree
+            if rewrapped:
+                is_conf = False
             if differs:
                 is_conf = False
                 if rec.kind in ("exception", "inner"):
@@ -555,6 +576,10 @@ class Matcher:
             # ... or raised in a whole traceback none of whose frames is vLLM's (a trainer beside it)
             raised_by = scanner.foreign_tb.get(rec.line) if is_conf and self.table.sigs[si].get("shared") else None
             if foreign or raised_by:
+                is_conf = False
+            # an out-of-memory error on a device with far more free than was asked: memory did not run out
+            roomy = room_left(rec.message) if is_conf else None
+            if roomy:
                 is_conf = False
             against = self._stage_contradicts(entry, rec) if is_conf else None
             if against:
@@ -595,6 +620,17 @@ class Matcher:
             elif advisory:
                 who = self.table.sigs[si].get("shared") or "vLLM"
                 m.notes = {**m.notes, "advisory": f"{who} prints this line on healthy runs too: it is a hint, not the failure"}
+            elif roomy:
+                m.confidence = "likely"
+                m.evidence.append(Fact(rec.line, rec.text, f"but the device had {roomy[1]:.2f} GiB free when "
+                                       f"{f'{roomy[0]:.2f} GiB' if roomy[0] >= 1 else f'{roomy[0] * 1024:.2f} MiB'} was asked: memory did not run out. Something refused the allocation: a per-process "
+                                       "memory limit, sleep mode's allocator (CuMemAllocator), or a driver error reported "
+                                       "as out of memory; look for the error logged just before it"))
+            elif rewrapped:
+                m.confidence = "likely"
+                m.evidence.append(Fact(rec.line, rec.text, f"but vLLM raises these words as {self.table.sigs[si]['exception']}, "
+                                       "not RuntimeError: RuntimeError is the class its executors re-raise a worker's error "
+                                       "under ('Worker failed with error ...'); paste the worker's own error line to be sure"))
             elif raised_by:
                 m.confidence = "likely"
                 m.evidence.append(Fact(rec.line, rec.text, f"but the traceback above it is whole and none of its frames is "

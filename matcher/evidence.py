@@ -724,6 +724,31 @@ class Scanner:
 
 SLEEP_FREED_NOTHING = 0.01  # GiB: "freed 0.00 GiB" as vLLM rounds it
 
+# PyTorch's out-of-memory text: what it asked for, then what the device had free when it gave up
+# ("Tried to allocate 20.00 MiB. GPU 7 has a total capacity of 79.11 GiB of which 66.43 GiB is free";
+# older: "(GPU 0; 14.75 GiB total capacity; ...; 11.06 MiB free; ...)")
+_ASKED_RE = Lazy(r"Tried to allocate ([\d.]+) ?([KMGT]iB)")
+_FREE_RE = Lazy(r"(?:of which|;) ?([\d.]+) ?([KMGT]iB) (?:is )?free")
+_GIB = {"KiB": 1 / (1 << 20), "MiB": 1 / 1024, "GiB": 1.0, "TiB": 1024.0}
+ROOMY_FREE_GIB = 1.0  # a device with at least this much free...
+ROOMY_RATIO = 4.0  # ...and this many times the request did not run out: cudaMalloc would have found room
+
+
+def room_left(message: str) -> tuple[float, float] | None:
+    """(GiB asked, GiB free) when an out-of-memory message says the device had far more free than was
+    asked: the caching allocator raises only after cudaMalloc fails twice, and cudaMalloc does not fail
+    for want of memory with that much free. A limit or another allocator refused it (a per-process memory
+    fraction, sleep mode's CuMemAllocator, a driver error reported as out of memory). None otherwise."""
+    if "Tried to allocate" not in message:
+        return None
+    asked = _ASKED_RE.search(message)
+    free = _FREE_RE.search(message, asked.end()) if asked else None
+    if not free:
+        return None
+    a = float(asked.group(1)) * _GIB[asked.group(2)]
+    f = float(free.group(1)) * _GIB[free.group(2)]
+    return (a, f) if f >= ROOMY_FREE_GIB and f >= ROOMY_RATIO * a else None
+
 
 def _fmt(x: float) -> str:
     return f"{x:g}"

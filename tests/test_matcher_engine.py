@@ -459,3 +459,29 @@ def test_pytorchs_allocator_warning_is_a_hint_named_for_pytorch():
     # the OOM that follows when the retry fails too is the failure
     raised = line + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 1 has a total capacity of 139.80 GiB of which 15.06 MiB is free.\n"
     assert matcher().match(raised).matches[0].confidence == "likely"
+
+
+def test_a_runtimeerror_carrying_another_classs_wording_is_likely_that_entry():
+    # vLLM's executors re-raise a worker's ValueError as RuntimeError; a paste may keep that class with its text
+    text = "RuntimeError: max_num_seqs (256) exceeds available Mamba cache blocks (200).\n"
+    m = matcher().match(text).matches[0]
+    assert (m.id, m.confidence) == ("mamba-cache-blocks-below-max-num-seqs", "likely")
+    assert any("not RuntimeError" in f.says for f in m.evidence)
+    # with vLLM's own class it is the entry, confidently
+    assert matcher().match(text.replace("RuntimeError", "ValueError")).root_cause == "mamba-cache-blocks-below-max-num-seqs"
+    # a RuntimeError with words of no entry stays unmatched
+    other = matcher().match("RuntimeError: the cache blocks were weighed and found wanting\n")
+    assert not [m for m in other.matches if m.confidence != "possible"]
+
+
+def test_an_oom_with_far_more_free_than_asked_is_not_memory_running_out():
+    free = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 3 has a total capacity of "
+            "79.11 GiB of which 60.00 GiB is free. Including non-PyTorch memory, this process has 0 bytes memory in use.\n")
+    log = 'INFO:     10.0.0.5:41234 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n' + free
+    report = matcher().match(log)
+    assert report.root_cause is None
+    m = report.matches[0]
+    assert m.confidence == "likely" and any("memory did not run out" in f.says for f in m.evidence)
+    # the same error with the device full is the OOM
+    full = log.replace("60.00 GiB is free", "12.00 MiB is free")
+    assert matcher().match(full).root_cause == "cuda-oom-during-serving"

@@ -441,3 +441,18 @@ def test_a_launch_command_alone_gives_way_to_the_stage_the_person_names():
     assert _likely([said, cmd]) == ["cuda-oom-during-serving"]
     assert _likely(["It hits a CUDA OOM.", cmd]) == ["cuda-oom-during-startup"]  # no step named: the launch
     assert _likely(["The config triggers the OOM after startup.", cmd]) == ["cuda-oom-during-serving"]
+
+
+def test_room_left_reads_pytorchs_two_layouts():
+    import pytest
+
+    from matcher.evidence import room_left
+
+    new = "CUDA out of memory. Tried to allocate 20.00 MiB. GPU 7 has a total capacity of 79.11 GiB of which 66.43 GiB is free."
+    assert room_left(new) == pytest.approx((20 / 1024, 66.43))
+    old = "CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 79.35 GiB total capacity; 10.00 GiB already allocated; 40.00 GiB free; 11.00 GiB reserved)"
+    assert room_left(old) == pytest.approx((2.0, 40.0))
+    # a full device, or free not far above the ask, is memory running out
+    assert room_left(new.replace("66.43 GiB is free", "11.06 MiB is free")) is None
+    assert room_left(old.replace("40.00 GiB free", "3.00 GiB free")) is None
+    assert room_left("CUDA out of memory") is None

@@ -526,7 +526,9 @@ class Matcher:
         prepared = {id(r): self.table.prepare(r) for r in records}
         fuzzy = self._fuzzy_budget([r for r in records if prepared[id(r)] and prepared[id(r)][1]])
         for rec in records:
-            if first_error is None and (rec.kind in ("exception", "inner") or rec.level in ("ERROR", "CRITICAL")):
+            # (a text a person's sentence quotes, with no class, is shown as the error only if it is one)
+            if first_error is None and (rec.kind in ("exception", "inner") or rec.level in ("ERROR", "CRITICAL")) \
+                    and not rec.quoted:
                 first_error = rec
             ranked = self._score_record(rec, global_stage, id(rec) in fuzzy, prepared[id(rec)])
             rewrapped = None

@@ -163,7 +163,11 @@ _HOST_RES = (
     # kernel's OOM killer (its own memory monitor says "running low on memory" instead); one cause of several
     (Lazy(r"killed by SIGKILL by OOM killer"), False,
      "Ray says the worker process died, and names the kernel's OOM killer (SIGKILL for high memory usage) first among the causes"),
-    (Lazy(r"^(?:\S+: line \d+: +\d+ )?Killed\b(?: +\S.*)?$|\bSIGKILL\b|signal 9\b|[Ee]xit ?[Cc]ode[:= ]*-9\b|exitcode[=: ]*-9\b"),
+    # the shells' reports of a job killed by SIGKILL: bash's "Killed" (alone, after "line N: PID", or glued
+    # to the progress bar the process was drawing: "3/8 [00:08<00:14,  2.91s/it]Killed"), zsh's
+    # "[1]    14875 killed     python main.py"
+    (Lazy(r"^(?:\S+: line \d+: +\d+ )?Killed\b(?: +\S.*)?$|(?<=\])Killed[\x22'`]?$|^\[\d+\] +[+-]? *\d+ killed +\S|(?<=\])\[\d+\] +[+-]? *\d+ killed +\S"
+          r"|\bSIGKILL\b|signal 9\b|[Ee]xit ?[Cc]ode[:= ]*-9\b|exitcode[=: ]*-9\b"),
      False, "the process was killed with SIGKILL (signal 9), what the OOM killer sends"),
 )
 # A wrapper saying the engine, a worker or a Ray actor died (never an answer on its own)
@@ -186,12 +190,13 @@ _PROSE_STAGE_RE = Lazy(r"(?i)(?P<startup>\bwhile (?:the )?model is loading|\bloa
                        r"|(?P<serving>\b(?:while|when|during) (?:\w+ ){0,3}?(?:serving|generating|inference|rollout|decoding|decode|prefill|benchmarking|evaluat(?:e|es|ing|ion)|benchmarks?)\b|\bduring (?:the )?(?:generation|decode|evaluation|benchmark)\b|\bunder (?:\w+ )?load\b|\bsaturating load\b|\bin-flight requests?\b|^\s*serving\b|\bafter (?:running for |serving for )?(?:some|a few|several|many|\d+) (?:requests|hours|minutes)\b"
                        r"|\bafter (?:the )?(?:server )?(?:(?:a )?successful(?:ly)? )?(?:start-?up|starting|launch(?:ing)?|it (?:starts|started)|started)\b"
                        r"|\bduring (?:load[ -]?test(?:ing)?|benchmark(?:ing)?)\b"
-                       r"|\b(?:prompt_)?logprobs\b|\b(?:input|prompt|request) is (?:excessively |too |very )?long\b|推理时|推理过程|生成时)")
+                       r"|\b(?:prompt_)?logprobs\b|\b(?:input|prompt|request) is (?:excessively |too |very )?long\b|推理时|推理过程|生成时|并发|请求数|访问次数|发送请求|处理请求)")
 # "insufficient KV cache memory", "not enough KV cache", "the KV cache is too small"
 _PROSE_KV_RE = Lazy(r"(?i)\b(?:insufficient|not enough|too little|no available)\b[^.]{0,30}?\bkv[ -]?cache\b"
                     r"|\bkv[ -]?cache\b[^.]{0,30}?\b(?:is too small|too small|not enough|insufficient)\b")
 _PROSE_STAGE_GATES = ("load", "initiali", "start", "launch", "captur", "graph", "while", "when", "during", "after", "warm",
-                      "before", "flight", "erving", "profil", "logprobs", "long", "加载", "启动", "初始化", "推理", "生成")
+                      "before", "flight", "erving", "profil", "logprobs", "long", "加载", "启动", "初始化", "推理", "生成", "并发", "请求",
+                      "访问")
 _PROSE_SAYS = {"startup": "at start-up (their words)", "cudagraph": "during CUDA-graph capture (their words)",
                "serving": "while serving (their words)"}
 # "killed by Kubernetes when memory crosses the limit", "经常oom直接被kill了", "the memory monitor kills the actor"

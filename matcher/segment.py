@@ -138,7 +138,7 @@ class Record:
     """One error message found in the log. (A plain class: dataclasses would import inspect, ~10 ms.)"""
 
     __slots__ = ("line", "offset", "kind", "type", "level", "message", "cues", "at", "startup", "stage", "joins",
-                 "cue_at", "stage_at", "site", "_norm", "_canon", "_numbers")
+                 "cue_at", "stage_at", "site", "quoted", "_norm", "_canon", "_numbers")
 
     def __init__(self, line: int, kind: str, type: str | None, level: str | None, message: str, cues: frozenset[str] = frozenset()):
         self.line = line  # 1-based line number where the message starts (None: not counted, see read.py)
@@ -155,6 +155,7 @@ class Record:
         self.cue_at: dict = {}  # cue -> (line, text) of the frame or line that showed it
         self.stage_at: tuple | None = None  # (line, text) of the milestone that set .stage
         self.site: tuple | None = None  # (stage, words) when vLLM's logging call site showed the stage (logsites)
+        self.quoted = False  # an inner text a person's sentence quotes (not a wrapper's): an error only if it names one
         self._norm: str | None = None
         self._canon: str | None = None
         self._numbers: set[float] | None = None
@@ -536,6 +537,7 @@ def segment_parsed(parsed: list[tuple]) -> tuple[list[Record], frozenset[str]]:
             validation = record
             continue
         # wrappers that carry the real error inside their text
+        quoted = False
         for word, rx in _INNER_RES:
             if word == _OOM_INNER and exc:
                 continue  # an exception's own text is scored as it stands
@@ -546,14 +548,16 @@ def segment_parsed(parsed: list[tuple]) -> tuple[list[Record], frozenset[str]]:
             break
         else:
             inner = _embedded(message)
-            if inner is None and rec_kind == "bare":
-                inner = quoted_in_prose(message) or quoted_exception(message)
+            quoted = inner is None and rec_kind == "bare"
+            if quoted:
+                inner = quoted_in_prose(message) or quoted_exception(message) or quoted_text(message)
         if inner:
             inner_exc = _exception(inner)
             if inner_exc:
                 records.append(Record(lineno, "inner", inner_exc[0], level, inner_exc[1], frozenset(cues)))
             elif len(inner) >= 20:
                 records.append(Record(lineno, "inner", None, level, inner, frozenset(cues)))
+                records[-1].quoted = quoted
             records[-1].at = start
             records[-1].cue_at = at
     return records, frozenset(global_cues)
@@ -655,6 +659,26 @@ def quoted_exception(message: str) -> str | None:
         return None
     m = _MIDLINE_EXC_RE.search(message, 1)
     return m.group("msg") if m else None
+
+
+# a message a sentence quotes between quotation marks or backticks: "…", `…`, “…”, ‘…’ (a straight
+# single quote is also an apostrophe, so it is left out)
+_QUOTED_RE = Lazy(r'"([^"]{%d,})"|`([^`]{%d,})`|\u201c([^\u201d]{%d,})\u201d|\u2018([^\u2019]{%d,})\u2019'
+                  % ((QUOTE_MIN // 2,) * 4))
+
+
+def quoted_text(message: str) -> str | None:
+    """The longest stretch of a sentence between quotation marks, when it reads as a message (words with
+    spaces, not a path or an identifier): the person quotes what the program printed, and the quote is
+    scored on its own (inside the whole sentence its words are a small part of a long line)."""
+    if '"' not in message and "`" not in message and "\u201c" not in message and "\u2018" not in message:
+        return None
+    best = None
+    for m in _QUOTED_RE.finditer(message):
+        text = next(g for g in m.groups() if g is not None).strip()
+        if text.count(" ") >= 3 and (best is None or len(text) > len(best)):
+            best = text
+    return best if best and len(best) < len(message) - 2 else None
 
 
 def quoted_in_prose(message: str) -> str | None:

@@ -485,3 +485,15 @@ def test_an_oom_with_far_more_free_than_asked_is_not_memory_running_out():
     # the same error with the device full is the OOM
     full = log.replace("60.00 GiB is free", "12.00 MiB is free")
     assert matcher().match(full).root_cause == "cuda-oom-during-serving"
+
+
+def test_a_command_a_sentence_introduces_is_not_shown_as_the_error():
+    # CJK prose then the command it introduces: the command is a quote to score, never "the first error"
+    text = ("我用下面的命令启动了服务，命令如下：\n"
+            "python -m vllm.entrypoints.openai.api_server --model my/model --tensor-parallel-size 8 --port 8000 \\\n"
+            "  --gpu-memory-utilization 0.9\n")
+    report = matcher().match(text)
+    assert report.first_error is None
+    from kvkb.matcher.render import report_text
+
+    assert "No error in this paste" in report_text(report, 3, False)

@@ -332,6 +332,7 @@ def test_the_persons_words_name_the_device_the_step_and_a_kill():
         ["cuda-oom-during-startup"]
     assert _likely(["Resolves `CUDA out of memory` errors during vLLM initialization on 8x H100."]) == ["cuda-oom-during-startup"]
     assert _likely(["加载Llama2-13b-Chat 出现CUDA out of memory"]) == ["cuda-oom-during-startup"]
+    assert _likely(["随着并发请求增加，显存不断上涨，最后OOM"]) == ["cuda-oom-during-serving"]  # more concurrent requests
     assert _likely(["It runs fine, then OOMs after a few hours under heavy load."]) == ["cuda-oom-during-serving"]
     assert _likely(["It OOMs, no idea why."]) == []  # no step named: no stage to give
     assert _likely(["The kernel warmup needs more temporary memory, causing startup OOMs."]) == ["cuda-oom-during-startup"]
@@ -355,6 +356,10 @@ def test_the_persons_words_name_the_device_the_step_and_a_kill():
     assert "category:host-memory" in _likely(["128gb的内存，跑着跑着就经常oom直接被kill了"])
     assert "category:host-memory" in _likely(["Container is killed by Kubernetes when memory crosses the defined limit"])
     assert _likely(["I killed the server and restarted it"]) == []  # a kill with no memory word
+    # the shells' own reports of a SIGKILL: zsh's job line, bash's "Killed" glued to the bar being drawn
+    assert "category:host-memory" in _likely(["Loading weights: 50%|#####     | 4/8 [00:09<00:09,  2.2s/it][1]    4242 killed     python serve.py"])
+    assert "category:host-memory" in _likely(["Loading safetensors checkpoint shards:  38% Completed | 3/8 [00:08<00:14,  2.91s/it]Killed"])
+    assert _likely(["the reviewer said: [1] approved, 2 killed bugs"]) == []
     # the KV cache too small: at start-up the capacity check, while serving the preemption
     got = _likely(["the engine crashes immediately at startup due to insufficient KV cache memory"])
     assert set(got) == {"max-model-len-exceeds-kv-cache", "no-memory-for-cache-blocks"}

@@ -296,6 +296,21 @@ def test_a_quote_in_cjk_prose_is_matched_confidently():
     assert (m.id, m.confidence) == ("insufficient-free-memory-at-startup", "confident")
 
 
+def test_a_message_in_quotation_marks_in_a_long_sentence_is_read_on_its_own():
+    from kvkb.matcher.segment import quoted_text
+    from matcher_helpers import matcher
+
+    line = ('Whatever utilization I pick, the server either dies with an OOM or stops with "No available memory for '
+            'the cache blocks." before it ever answers a single request from the benchmark client.\n')
+    m = matcher().match(line).matches[0]
+    assert (m.id, m.confidence) == ("no-memory-for-cache-blocks", "confident")
+    assert quoted_text("it fails with `Cannot allocate the KV cache on this device` now") == \
+        "Cannot allocate the KV cache on this device"
+    # a path or an identifier in quotes is no message; nor is a whole line in quotes
+    assert quoted_text('set "gpu_memory_utilization_for_the_whole_node" please') is None
+    assert quoted_text('"No available memory for the cache blocks."') is None
+
+
 def test_vllm_logger_header_without_its_date_is_stripped():
     from kvkb.matcher.normalize import strip_prefixes_shaped
 

@@ -13,11 +13,12 @@ from contextvars import ContextVar
 from typing import BinaryIO
 
 from . import fill, read
-from .evidence import VLLM_WORDS, Fact, Hint, Scanner, frames_owner, frames_stage, hints, host_facts, room_left
+from .evidence import (RUNTIME_PACKAGES, VLLM_WORDS, Fact, Hint, Scanner, frames_owner, frames_stage, hints, host_facts,
+                       room_left)
 from .literal import cut_through, walk
 from .logsites import Sites, site_of, stated_release
 from .normalize import Lazy
-from .score import Table, meaning_differs
+from .score import MIN_DISTINCT, Table, meaning_differs
 from .segment import (Record, cues_of, dedent_blocks, parse, segment, segment_parsed, split_lines, stage,
                       strip_learned_prefix)
 
@@ -242,6 +243,11 @@ class Matcher:
                     if scanner.other_program is None and "flax" in low:
                         hf = _HF_FLAX_RE.search(low)
                         scanner.other_program = hf.group(0) if hf else None
+                    if scanner.other_program is None and ":" in window:
+                        # a log line's logger, as Python's logging names it ("[axolotl.utils.models.load_model:1273]"):
+                        # the program that printed it, when it is not a runtime's module
+                        scanner.other_program = next((m.group(1) for m in _LOGGER_RE.finditer(window)
+                                                      if m.group(1) not in RUNTIME_PACKAGES), None)
             for sign in self.signs:
                 if sign not in found and sign in window:
                     at = next((k for k, ln in enumerate(lines) if sign in ln), None)
@@ -579,6 +585,11 @@ class Matcher:
             raised_by = scanner.foreign_tb.get(rec.line) if is_conf and self.table.sigs[si].get("shared") else None
             if foreign or raised_by:
                 is_conf = False
+            # a short wording met word for word inside a person's sentence ("I'm experiencing an XPU out of
+            # memory error when fine-tuning ..."): their words naming the error, not the line a program printed
+            in_passing = is_conf and rec.kind == "bare" and exact and _in_passing(rec.message, self.table.sigs[si]["norm"])
+            if in_passing:
+                is_conf = False
             # an out-of-memory error on a device with far more free than was asked: memory did not run out
             roomy = room_left(rec.message) if is_conf else None
             if roomy:
@@ -622,6 +633,10 @@ class Matcher:
             elif advisory:
                 who = self.table.sigs[si].get("shared") or "vLLM"
                 m.notes = {**m.notes, "advisory": f"{who} prints this line on healthy runs too: it is a hint, not the failure"}
+            elif in_passing:
+                m.confidence = "likely"
+                m.evidence.append(Fact(rec.line, rec.text, "but this is a sentence that names the error in passing, not "
+                                       "the line the program printed: paste that line (and the traceback above it) to confirm"))
             elif roomy:
                 m.confidence = "likely"
                 m.evidence.append(Fact(rec.line, rec.text, f"but the device had {roomy[1]:.2f} GiB free when "
@@ -942,6 +957,9 @@ _OTHER_PROGRAMS = ("sglang", "tensorrt_llm", "tensorrt-llm", "trtllm", "ollama",
 # Hugging Face transformers' JAX models (FlaxGemmaForCausalLM...): a program that is not vLLM (vLLM's own
 # JAX models, tpu-inference, are not named so)
 _HF_FLAX_RE = Lazy(r"\bflax[a-z0-9]+for(?:causallm|conditionalgeneration|seq2seqlm|maskedlm)")
+# a Python logger's dotted module name with its line number, in brackets: "[axolotl.utils.models.load_model:1273]"
+# (not a file name: vLLM's own lines say "[core.py:500]")
+_LOGGER_RE = Lazy(r"\[([a-z_][a-z0-9_]*)(?:\.(?!py:)[a-z_][a-z0-9_]*)+:\d+\]")
 _PASTE_SCAN = 1 << 20  # a window up to this size is searched whole for the words above
 
 CUT_LINE_MIN = 6  # characters of a cut error message that must be there to say whose wording it begins
@@ -1065,6 +1083,16 @@ def _demote(m: Match, tier: str) -> None:
     m.confidence = tier
     m.fix = None  # an unconfirmed match is not filled with the user's numbers
     m.params = {}
+
+
+_FIRST_PERSON_RE = Lazy(r"\b(?:I|I'm|I've|I am|[Ww]e|[Ww]e're|[Mm]y|[Oo]ur|me|us)\b|\bI\u2019m\b")
+
+
+def _in_passing(line: str, wording: str) -> bool:
+    """A short wording inside a much longer sentence in the first person ("I'm experiencing an XPU out of
+    memory error when ..."): the person's words naming the error (a flattened log or a PR's bullet, with no
+    one speaking, is still read as the log)."""
+    return len(wording) < MIN_DISTINCT and len(line) >= 2 * len(wording) + 20 and bool(_FIRST_PERSON_RE.search(line))
 
 
 def _context_chunks(lines: list[str], timeline: list, out: list[tuple[int, str]], room: int) -> int:

@@ -801,7 +801,7 @@ def host_facts(sc: Scanner) -> list[Fact]:
 
 # packages whose frames run under any program (the runtime, kernels, the standard library's helpers,
 # web servers): a traceback of only these shows no program of its own
-_RUNTIME_PACKAGES = frozenset(("torch", "torch_npu", "torch_xla", "jax", "jaxlib", "triton", "numpy", "ray", "safetensors",
+RUNTIME_PACKAGES = frozenset(("torch", "torch_npu", "torch_xla", "jax", "jaxlib", "triton", "numpy", "ray", "safetensors",
                                "flash_attn", "xformers", "flashinfer", "cupy", "nccl", "uvicorn", "uvloop", "starlette",
                                "fastapi", "anyio", "concurrent", "asyncio", "multiprocessing", "threading", "runpy",
                                "importlib", "functools", "contextlib", "site-packages", "dist-packages", "_pytest",
@@ -830,7 +830,7 @@ def frames_owner(frames: list[tuple[int, str, str]]) -> str | None:
         m = _PKG_RE.search(p)
         if m:
             pkg = m.group(1).split(".", 1)[0]
-            if pkg not in _RUNTIME_PACKAGES and not pkg.startswith("_"):
+            if pkg not in RUNTIME_PACKAGES and not pkg.startswith("_"):
                 return pkg
             continue
         if "/lib/python" in p or "/lib64/python" in p or "\\lib\\" in path.lower():

@@ -497,3 +497,23 @@ def test_a_command_a_sentence_introduces_is_not_shown_as_the_error():
     from kvkb.matcher.render import report_text
 
     assert "No error in this paste" in report_text(report, 3, False)
+
+
+def test_a_short_wording_in_a_first_person_sentence_is_the_persons_words():
+    said = "I\u2019m experiencing an XPU out of memory error when fine-tuning a model with PyTorch 2.7.0+xpu on a laptop.\n"
+    report = matcher().match(said)
+    assert report.root_cause is None
+    m = report.matches[0]
+    assert (m.id, m.confidence) == ("xpu-out-of-memory", "likely")
+    # the line a program printed is the error
+    assert matcher().match("RuntimeError: XPU out of memory. Tried to allocate 2.00 GiB.\n").root_cause == "xpu-out-of-memory"
+
+
+def test_a_log_lines_logger_names_the_program_when_vllm_is_named_nowhere():
+    line = ("[2025-05-06 18:36:50,956] [ERROR] [axolotl.utils.models.load_model:1273] [PID:6160] [RANK:0] "
+            "XPU out of memory. Tried to allocate 7.09 GiB. GPU 0 has a total capacity of 28.56 GiB.\n")
+    m = matcher().match(line).matches[0]
+    assert m.confidence == "likely" and any("'axolotl'" in f.says for f in m.evidence)
+    # vLLM's own location ("[core.py:500]") is a file, not a logger of another program
+    own = line.replace("[axolotl.utils.models.load_model:1273]", "[core.py:500]")
+    assert matcher().match(own).root_cause == "xpu-out-of-memory"

@@ -19,7 +19,7 @@ from .literal import cut_through, walk
 from .logsites import Sites, site_of, stated_release
 from .normalize import Lazy
 from .score import MIN_DISTINCT, Table, meaning_differs
-from .segment import (Record, cues_of, dedent_blocks, parse, segment, segment_parsed, split_lines, stage,
+from .segment import (Record, cues_of, dedent_blocks, newest_first, parse, segment, segment_parsed, split_lines, stage,
                       strip_learned_prefix)
 
 DEFAULT_BASE_URL = "https://kvkb.github.io/kvkb/"
@@ -103,6 +103,7 @@ class Report:
         self.truncated = False  # the input ends inside a traceback, before its exception line
         self.not_memory: dict | None = None  # the visible root error, when it is not a memory error
         self.reached: str | None = None  # the last milestone of the last start-up ("KV cache sizing"), in words
+        self.newest_first = False  # the paste's timestamps ran backwards (a web console's view): read oldest first
         # a paste with no error in it at all (no exception, no traceback, no ERROR line): where it ends, so
         # the answer can ask for what came after instead of guessing from an ordinary line
         self.no_error: dict | None = None
@@ -119,6 +120,7 @@ class Report:
             "truncated": self.truncated,
             "not_memory": self.not_memory,
             "reached": self.reached,
+            "newest_first": self.newest_first,
             "first_error": self.first_error,
             "no_error": self.no_error,
             "new_issue_url": self.new_issue_url,
@@ -225,6 +227,7 @@ class Matcher:
         release: list = [None]  # the vLLM release the paste states, once a log site needs it
         found: dict[str, int | None] = {}
         said_error = False  # a word of failure anywhere: an error the segmenter does not read as one is still one
+        newest = False  # the paste was newest first and is read oldest first
         for first, offset, window in read.windows(stream, self.anchors, stats, self.words, self.cover):
             lines = split_lines(window)
             # whole-window searches, for a paste's size only: a big log is vLLM's and holds an error
@@ -254,7 +257,12 @@ class Matcher:
                     found[sign] = (first + at) if first is not None and at is not None else None
             # past read.LINE_LIMIT a big log is not line-counted: number the window's lines from 1
             # for segmenting, then the records carry the window's byte offset instead
-            parsed = parse([((first or 1) + k, ln) for k, ln in enumerate(lines)])
+            numbered = [((first or 1) + k, ln) for k, ln in enumerate(lines)]
+            # a paste newest first (a web console's view) is read oldest first: the timeline needs time order
+            ordered = newest_first(numbered) if small else None
+            if ordered is not None:
+                numbered, newest = ordered, True
+            parsed = parse(numbered)
             timeline = scanner.feed(parsed)
             recs, window_cues = segment_parsed(parsed)
             for r in recs:
@@ -267,7 +275,7 @@ class Matcher:
                     r.line, r.offset = None, offset
             cues |= window_cues
             if kept < MAX_CONTEXT:
-                kept += _context_chunks(lines, timeline, context, MAX_CONTEXT - kept)
+                kept += _context_chunks([ln for _, ln in numbered], timeline, context, MAX_CONTEXT - kept)
             for r in recs:
                 # numbers are masked in norm; a line holding a number some template spells out
                 # ("usage: 100.0%") is kept by its own text, since where that number stands matters
@@ -289,6 +297,7 @@ class Matcher:
                 records.append(r)
         _lead_stage(records, scanner)
         _lead_traceback(records, scanner)
+        _abort_stage(records, scanner)
         if not scanner.vllm_seen and scanner.other_program is None:
             # vLLM named nowhere, and the traceback runs through another program's package (bitsandbytes
             # under Unsloth, a trainer's): that program's run, whatever runtime text it ends in
@@ -300,6 +309,7 @@ class Matcher:
         finally:
             _SIGNS_FOUND.reset(token)
         report.bytes, report.lines, report.records = stats.bytes, stats.lines, len(records)
+        report.newest_first = newest
         return report
 
     @property
@@ -374,6 +384,9 @@ class Matcher:
         Only for the out-of-memory-by-stage entries, and only from frames, never from the log's
         general progress. Returns the stage the frames show."""
         if entry["category"] != "device-memory":
+            return None
+        # a device with one out-of-memory entry at every stage (NPU, XPU, HPU, TPU) has no stage to contradict
+        if entry["id"] not in {e for k, e in self._stage_oom_entries().items() if not k.startswith("device:")}:
             return None
         frames = stage(rec.cues)
         if frames is None:
@@ -1045,6 +1058,24 @@ def _lead_stage(records: list[Record], scanner: Scanner) -> None:
                 and r.line < scanner.stage_at[0] and stage(r.cues) is None
                 and not (scanner.launched_at is not None and scanner.launched_at > r.line)):
             r.stage, r.stage_at = at, scanner.stage_at
+
+
+ABORT_REACH = 12  # lines after an error within which vLLM's aborts of its requests are that error's
+
+
+def _abort_stage(records: list[Record], scanner: Scanner) -> None:
+    """An error with no stage, followed at once by vLLM aborting requests ("Aborted request <id>."): the
+    engine fails the requests it was serving when an error stops it, and at start-up there are none, so
+    the error came while serving. Only for an exception with no stage of its own or from the log."""
+    if not scanner.aborts:
+        return
+    for r in records:
+        if r.stage is not None or r.kind not in ("exception", "inner") or r.line is None or stage(r.cues) is not None:
+            continue
+        after = next(((ln, text) for ln, su, text in scanner.aborts
+                      if su == r.startup and r.line < ln <= r.line + ABORT_REACH), None)
+        if after is not None:
+            r.stage, r.stage_at = "serving", after
 
 
 def _lead_traceback(records: list[Record], scanner: Scanner) -> None:

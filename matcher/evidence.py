@@ -342,6 +342,8 @@ class Scanner:
         self.failure: Fact | None = None  # the last ERROR line or exception seen
         self.host: list[tuple[Fact, bool]] = []  # host-RAM kills seen (fact, strong)
         self.died: Fact | None = None  # a wrapper saying the engine, a worker or an actor died
+        # vLLM's "Aborted request <id>" lines: (line, start-up, text); requests in flight when an error hit
+        self.aborts: list[tuple[int, int, str]] = []
         self.devices: dict[str, int] = {}  # accelerator named in the log -> lines naming it
         self.last_at = 0  # the last line with any content: a failure there is where the paste stops
         self.last_text = ""  # that line's text after any log prefix (where a paste with no error ends)
@@ -594,6 +596,8 @@ class Scanner:
                     if len(self.host) < 8:
                         self.host.append((Fact(lineno, text, says), strong))
                     break
+        if "Aborted request" in text and lineno is not None and len(self.aborts) < 8:
+            self.aborts.append((lineno, len(self.startups) - 1, text))
         if ("died" in text or "Dead" in text) and _DIED_RE.search(text):
             self.died = Fact(lineno, text, "a wrapper says the engine, a worker or a Ray actor died: it reports the kill, not why")
         self._said(lineno, text, level)

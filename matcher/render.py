@@ -64,6 +64,12 @@ def _why(m, s: Style) -> list[str]:
     return out
 
 
+def _order(report, s: Style) -> list[str]:
+    if not getattr(report, "newest_first", False):
+        return []
+    return [s.dim("  the paste runs newest first (its timestamps go back in time): it was read oldest first")]
+
+
 def _restarts(report, s: Style) -> list[str]:
     if not report.restarts:
         return []
@@ -87,7 +93,7 @@ def report_text(report, top: int, color: bool) -> str:
     if conf:
         root = conf[0]
         lines.append(f"{s.red('root cause')}  {s.bold(root.id)}  {root.title}")
-        lines += _restarts(report, s)
+        lines += _restarts(report, s) + _order(report, s)
         lines.append(f"  {s.bold('error')} {_short(root.text, 240)}")
         lines += _fix_lines(root, s)
         lines += _why(root, s)
@@ -113,7 +119,7 @@ def report_text(report, top: int, color: bool) -> str:
     else:
         if report.first_error:
             lines.append(f"  first error: {_short(report.first_error, 240)}")
-    lines += _restarts(report, s)
+    lines += _restarts(report, s) + _order(report, s)
     if report.reached:
         lines.append(s.dim(f"  the log's last start-up had reached: {report.reached}"))
     shown = report.matches[:top]

@@ -789,6 +789,40 @@ def strip_learned_prefix(lines: list[str]) -> list[str]:
     return out if shown else lines
 
 
+# timestamps that open a log line, one pattern per layout (compared only within a layout: a web console's
+# local time and vLLM's UTC can differ): ISO date and time, vLLM's level then month-day and time
+_STAMP_RES = (
+    Lazy(r"^\s*\[?(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?"),
+    Lazy(r"^\s*(?:\([\w.-]+ pid=\d+\)\s*)?(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d+))?"),
+)
+NEWEST_FIRST_MIN = 3  # steps back in time, with none forward, that make a paste newest-first
+
+
+def newest_first(numbered: list[tuple[int, str]]) -> list[tuple[int, str]] | None:
+    """A log pasted newest first (a web console's view: RunPod, some Kubernetes and cloud log UIs): its
+    line-opening timestamps only ever go back in time. The same lines oldest first, each timestamped
+    line with the untimed lines under it kept as one block (line numbers stay the paste's); None when
+    the paste is in time order, or says too little to tell."""
+    for rx in _STAMP_RES:
+        stamped = []
+        for k, (_, text) in enumerate(numbered):
+            m = rx.search(text) if text[:40].strip() else None
+            if m:
+                stamped.append((k, tuple(int(g.ljust(9, "0")) if j == len(m.groups()) - 1 else int(g)
+                                          for j, g in enumerate(m.groups()) if g is not None)))
+        if len(stamped) <= NEWEST_FIRST_MIN:
+            continue
+        back = sum(1 for (_, a), (_, b) in zip(stamped, stamped[1:]) if b < a)
+        forward = sum(1 for (_, a), (_, b) in zip(stamped, stamped[1:]) if b > a)
+        if forward or back < NEWEST_FIRST_MIN:
+            continue
+        starts = [k for k, _ in stamped]
+        head = numbered[: starts[0]]
+        blocks = [numbered[a:b] for a, b in zip(starts, starts[1:] + [len(numbered)])]
+        return head + [line for block in reversed(blocks) for line in block]
+    return None
+
+
 def split_lines(text: str, max_line: int = 65536) -> list[str]:
     """CRLF, lone CR (progress bars redraw the line) and LF all end a line; very long lines are capped."""
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")

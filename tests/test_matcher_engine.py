@@ -517,3 +517,27 @@ def test_a_log_lines_logger_names_the_program_when_vllm_is_named_nowhere():
     # vLLM's own location ("[core.py:500]") is a file, not a logger of another program
     own = line.replace("[axolotl.utils.models.load_model:1273]", "[core.py:500]")
     assert matcher().match(own).root_cause == "xpu-out-of-memory"
+
+
+def test_a_device_with_one_oom_entry_has_no_stage_to_contradict():
+    # CANN's report in a worker's error, then the API server's serving traceback: the NPU's entry covers every stage
+    p = "(EngineCore_DP0 pid=10) ERROR 12-03 12:16:41 [core.py:710] "
+    q = "(APIServer pid=9) ERROR 12-03 12:16:41 [async_llm.py:480] "
+    text = (p + "        Possible Cause: Available memory is insufficient.\n"
+            + p + "        Solution: Close applications not in use.\n"
+            + p + "', please check the stack trace above for the root cause\n"
+            + q + "AsyncLLM output_handler failed.\n"
+            + q + "Traceback (most recent call last):\n"
+            + q + '  File "/vllm-workspace/vllm/vllm/v1/engine/async_llm.py", line 439, in output_handler\n'
+            + q + "    outputs = await engine_core.get_output_async()\n")
+    assert matcher().match(text).root_cause == "npu-out-of-memory"
+
+
+def test_requests_aborted_right_after_an_error_say_it_came_while_serving():
+    frames = ('  File "/env/lib/python3.9/site-packages/vllm/model_executor/layers/linear.py", line 122, in apply\n'
+              "    return F.linear(x, layer.weight, bias)\n")
+    oom = "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 426.00 MiB. GPU 0 has a total capacity of 23.6 GiB of which 20.1 MiB is free.\n"
+    abort = "2024-08-19 09:56:50,278 vllm.engine.async_llm_engine 156873 INFO     Aborted request 98e28f78.\n"
+    assert matcher().match(frames + oom + abort).root_cause == "cuda-oom-during-serving"
+    # without the aborts nothing shows the stage
+    assert matcher().match(frames + oom).root_cause is None

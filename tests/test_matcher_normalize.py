@@ -339,3 +339,24 @@ def test_glogs_severity_letter_is_the_lines_level_except_info():
     assert strip_prefixes("W0118 22:42:45.737331 1 a.cc:9] low")[1] == "WARNING"
     # an INFO line of another program may report vLLM's error in it: left without a level
     assert strip_prefixes('I0902 00:55:35.305769       1 server.go:2282] "HTTP call done"')[1] is None
+
+
+def test_a_paste_newest_first_is_read_oldest_first():
+    from kvkb.matcher.segment import newest_first
+    from matcher_helpers import matcher
+
+    lines = ["2024-02-02 21:44:03.976", "[info]", "Error initializing vLLM engine: CUDA out of memory. Tried to allocate 112.00 MiB. "
+             "GPU 0 has a total capacity of 44.35 GiB of which 53.38 MiB is free.",
+             "2024-02-02 21:43:49.554", "[info]", "INFO 02-03 03:43:49 model_runner.py:625] Capturing the model for CUDA graphs.",
+             "2024-02-02 21:43:48.339", "[info]", "INFO 02-03 03:43:48 llm_engine.py:316] # GPU blocks: 7754, # CPU blocks: 2048",
+             "2024-02-02 21:43:24.749", "[info]", "INFO 02-03 03:43:17 weight_utils.py:1] Loading weights"]
+    numbered = list(enumerate(lines, 1))
+    ordered = newest_first(numbered)
+    # blocks oldest first, each block's own lines in their order, line numbers kept
+    assert [n for n, _ in ordered] == [10, 11, 12, 7, 8, 9, 4, 5, 6, 1, 2, 3]
+    report = matcher().match("\n".join(lines) + "\n")
+    assert report.root_cause == "cuda-oom-during-cudagraph-capture" and report.newest_first
+    # in time order (or with a step forward) nothing is reordered
+    assert newest_first(list(enumerate(reversed(lines), 1))) is None
+    assert newest_first([(1, "2024-01-01 00:00:03 a"), (2, "2024-01-01 00:00:02 b"), (3, "2024-01-01 00:00:04 c"),
+                         (4, "2024-01-01 00:00:01 d"), (5, "2024-01-01 00:00:00 e")]) is None

@@ -148,7 +148,7 @@ _HINT_FUNCS = {f: h for h in FRAME_HINTS for f in h[0]}
 # Ray's memory monitor (strong), or a bare SIGKILL (weak: a person can kill -9 too; it counts only
 # under a wrapper that says the engine or a worker died). (pattern, strong, what it says), tried only
 # on lines holding one of the gate words
-_HOST_GATES = ("ill", "137", "OOM", "oom", "Out of memory", "memory pressure", "low on memory", "usage threshold", "-9", "MEM(GB)")
+_HOST_GATES = ("kill", "Kill", "137", "OOM", "oom", "Out of memory", "memory pressure", "low on memory", "usage threshold", "-9", "MEM(GB)")
 _HOST_RES = (
     (Lazy(r"Out of memory: Kill(?:ed)? process|\boom-kill(?:er)?\b|oom_reaper|invoked oom-killer"), True,
      "the kernel's OOM killer killed a process: the host ran out of RAM"),
@@ -175,6 +175,11 @@ _DIED_RE = Lazy(r"EngineDeadError|RayActorError|ActorDiedError|WorkerProc\w* die
                 r"|Engine core proc \S+ died|The actor died")
 
 # the person's own words: "I get OOM", "runs out of memory", 显存不足 / 显存溢出 ("not enough GPU memory")
+def _says_oom_gate(text: str) -> bool:
+    """A substring every _SAYS_OOM_RE match holds (most lines hold none: the regex need not compile)."""
+    return "OOM" in text or "oom" in text or "Oom" in text or "emory" in text or "EMORY" in text or "显存" in text
+
+
 _SAYS_OOM_RE = Lazy(r"(?i)(?<![a-z])OOMs?(?![a-z])|out of memory|OutOfMemory|显存不足|显存溢出|爆显存")
 # ... while sleep mode woke the engine up (the person's words: "wake up OOMs", "waking up")
 _SAYS_WAKE_RE = Lazy(r"(?i)(?<![a-z])wak(?:e[ _-]?up|ing up)")
@@ -194,6 +199,7 @@ _PROSE_STAGE_RE = Lazy(r"(?i)(?P<startup>\bwhile (?:the )?model is loading|\bloa
 # "insufficient KV cache memory", "not enough KV cache", "the KV cache is too small"
 _PROSE_KV_RE = Lazy(r"(?i)\b(?:insufficient|not enough|too little|no available)\b[^.]{0,30}?\bkv[ -]?cache\b"
                     r"|\bkv[ -]?cache\b[^.]{0,30}?\b(?:is too small|too small|not enough|insufficient)\b")
+_PROSE_LINES_MAX = 256  # lines of a person's words kept for prose_stage
 _PROSE_STAGE_GATES = ("load", "initiali", "start", "launch", "captur", "graph", "while", "when", "during", "after", "warm",
                       "before", "flight", "erving", "profil", "logprobs", "long", "加载", "启动", "初始化", "推理", "生成", "并发", "请求",
                       "访问")
@@ -363,12 +369,14 @@ class Scanner:
         self._ipython = False  # IPython frames: only the `-->` source lines ran
         self.says_space: Fact | None = None  # SMEM / VMEM named anywhere
         self._wake_at: Fact | None = None  # the last line naming a wake-up
-        self.prose_stage: tuple[str, Fact] | None = None  # (stage, fact) the person's words name
+        # lines of the person's words that may name a step: (line, text, on their "OOM" line); read into
+        # prose_stage only when an answer needs it (its regex is the costliest to compile, most pastes never ask)
+        self._prose_lines: list[tuple[int, str, bool]] = []
+        self._prose_read: tuple[str, Fact] | None | bool = False
         self.says_kv: Fact | None = None  # "insufficient KV cache memory", in the person's words
         self.says_wake: Fact | None = None  # the person says the OOM came when sleep mode woke up
         self.says_host: Fact | None = None  # the person names the host's memory (RAM, free -h)
-        self._stage_on_oom = False  # prose_stage was read off the line of the person's "OOM"
-        self.says_device = False  # the person names an accelerator or its memory
+        self._words: list[str] = []  # the person's lines, for says_device (read only when an answer asks)
         self.said: list[tuple[str, Fact]] = []  # (entry, fact) from _SAYS_LINES
         self.launched_at: int | None = None  # the last line launching the server (a `vllm serve` command)
         self._tags_seen: set[str] = set()  # launcher tags already read for a device name
@@ -605,7 +613,7 @@ class Scanner:
     def _said(self, lineno: int, text: str, level: str | None) -> None:
         """What the person's words and the lines quoting them say: an OOM, a memory space, a cause."""
         cur = self.current
-        if level is None and _SAYS_OOM_RE.search(text) and not _raises(text):
+        if level is None and _says_oom_gate(text) and _SAYS_OOM_RE.search(text) and not _raises(text):
             cur.says_oom = Fact(lineno, text, "the person who pasted this says it ran out of memory")
         if ("mem" in text or "MEM" in text) and self.says_space is None and _SAYS_SPACE_RE.search(text):
             self.says_space = Fact(lineno, text, "names a TPU on-chip memory space (SMEM/VMEM)")
@@ -630,23 +638,42 @@ class Scanner:
         # the step named on the line of their "OOM" beats one named elsewhere ("the warm-up under-profiles
         # ..." then "the engine may later hit CUDA OOM during real speculative decoding")
         oom_here = said is not None and said.line == lineno
-        if (self.prose_stage is None or (oom_here and not self._stage_on_oom)) and any(w in low for w in _PROSE_STAGE_GATES):
-            m = _PROSE_STAGE_RE.search(text)
-            if m:
-                self.prose_stage = (m.lastgroup, Fact(lineno, text, f"the person says it happened {m.lastgroup and _PROSE_SAYS[m.lastgroup]}"))
-                self._stage_on_oom = oom_here
+        if len(self._prose_lines) < _PROSE_LINES_MAX and any(w in low for w in _PROSE_STAGE_GATES):
+            self._prose_lines.append((lineno, text, oom_here))
+            self._prose_read = False
         if "kv" in low and self.says_kv is None and _PROSE_KV_RE.search(text):
             self.says_kv = Fact(lineno, text, "the person says the KV cache had too little memory")
         if self.says_host is None and _PROSE_HOST_RE.search(text):
             self.says_host = Fact(lineno, text, "the person names the host's memory")
-        if not self.says_device and _PROSE_DEVICE_RE.search(text):
-            self.says_device = True
+        if len(self._words) < _PROSE_LINES_MAX:
+            self._words.append(text)
         # (a line that already names its entry, such as Ray's record of a worker it killed, is that entry's)
         if "kill" in low and not named and len(self.host) < 8 and not (self.host and self.host[-1][0].line == lineno) \
                 and _PROSE_KILL_RE.search(text) and _PROSE_MEM_RE.search(text):
             self.host.append((Fact(lineno, text, "the person says the process was killed as memory ran out"), False))
 
     # --- what the facts say ---------------------------------------------------------------------
+
+    @property
+    def says_device(self) -> bool:
+        """The person names an accelerator or its memory."""
+        return any(_PROSE_DEVICE_RE.search(text) for text in self._words)
+
+    @property
+    def prose_stage(self) -> tuple[str, Fact] | None:
+        """(stage, fact) the person's words name: the first line that names a step, unless a later one
+        names it on the line of their "OOM" (that one wins)."""
+        if self._prose_read is not False:
+            return self._prose_read
+        found, on_oom = None, False
+        for lineno, text, oom_here in self._prose_lines:
+            if found is None or (oom_here and not on_oom):
+                m = _PROSE_STAGE_RE.search(text)
+                if m:
+                    found = (m.lastgroup, Fact(lineno, text, f"the person says it happened {_PROSE_SAYS[m.lastgroup]}"))
+                    on_oom = oom_here
+        self._prose_read = found
+        return found
 
     @property
     def truncated(self) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from .literal import exact
+from .normalize import Lazy
 
 HEAD = 40  # characters of a template's opening compared on their own
 MIN_DISTINCT = 40  # characters a fragment needs before its partial score counts in full
@@ -81,12 +82,13 @@ def meaning_differs(line: str, sig: dict) -> str | None:
     return None
 
 
-_FAILURE_RE = re.compile(r"fail|cannot|can't|can not|could ?n[o']?t|unable|not enough|insufficient|exceed|error|no available"
+# (compiled on first use: most pastes never hold a near miss)
+_FAILURE_RE = Lazy(r"fail|cannot|can't|can not|could ?n[o']?t|unable|not enough|insufficient|exceed|error|no available"
                          r"|too (?:large|small|long|many|big)|out of|exhaust|not possible|larger|greater|less than|smaller|bigger"
                          r"|kill|abort|invalid|must|crash|\boom|no (?:free|space|memory)|denied|refus|not (?:supported|divisible)"
                          r"|still in use|is full|ran out|running low|low on|above|over |overflow|sig[a-z]+|bus |fatal|panic"
                          r"|preempt|reject|lower|reduce|increase|decrease|only|did not|didn't|no longer|unavailable|zero")
-_SIGNAL_RE = re.compile(r"\bsig(?:bus|segv|kill|term|abrt|ill|fpe|int|hup|pipe|usr1|usr2)\b")
+_SIGNAL_RE = Lazy(r"\bsig(?:bus|segv|kill|term|abrt|ill|fpe|int|hup|pipe|usr1|usr2)\b")
 
 
 _IDENT_RE = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")  # snake_case names: settings, fields, functions

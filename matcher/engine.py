@@ -260,8 +260,10 @@ class Matcher:
             numbered = [((first or 1) + k, ln) for k, ln in enumerate(lines)]
             # a paste newest first (a web console's view) is read oldest first: the timeline needs time order
             ordered = newest_first(numbered) if small else None
+            in_order = lines
             if ordered is not None:
                 numbered, newest = ordered, True
+                in_order = [ln for _, ln in numbered]
             parsed = parse(numbered)
             timeline = scanner.feed(parsed)
             recs, window_cues = segment_parsed(parsed)
@@ -275,7 +277,7 @@ class Matcher:
                     r.line, r.offset = None, offset
             cues |= window_cues
             if kept < MAX_CONTEXT:
-                kept += _context_chunks([ln for _, ln in numbered], timeline, context, MAX_CONTEXT - kept)
+                kept += _context_chunks(in_order, timeline, context, MAX_CONTEXT - kept)
             for r in recs:
                 # numbers are masked in norm; a line holding a number some template spells out
                 # ("usage: 100.0%") is kept by its own text, since where that number stands matters
@@ -502,6 +504,37 @@ class Matcher:
         ranked = sorted(best.values(), key=lambda t: (not t[0], -t[1], -t[2], not t[3]))
         return [(f, b, si, record_stage, x, d) for _, f, b, x, si, d in ranked]
 
+    def _doubt(self, rec: Record, entry: dict, si: int, exact: bool, scanner: Scanner) -> str | None:
+        """Why a claim the words support is still only likely (said to the user), or None: in order, whose
+        traceback or paste it is, a person's sentence, an OOM with room to spare, frames of another stage."""
+        shared = self.table.sigs[si].get("shared")
+        # raised in a whole traceback none of whose frames is vLLM's (a trainer beside it)
+        raised_by = scanner.foreign_tb.get(rec.line) if shared else None
+        if raised_by:
+            return (f"but the traceback above it is whole and none of its frames is vLLM's: {raised_by!r} raised it, "
+                    "so vLLM's advice may not apply; if vLLM's own process failed too, paste its traceback")
+        # a runtime's text (torch, NCCL, XLA, ...) in a paste that never shows vLLM: other programs
+        # (SGLang, TensorRT-LLM, Ollama, a JAX trainer) print it too, and this entry's advice is vLLM's
+        if shared and not scanner.vllm_seen and scanner.other_program:
+            return (f"but this is {shared}'s text, which other programs print too, and the paste shows "
+                    f"{scanner.other_program!r}, never vLLM: if vLLM did run, paste its log to confirm")
+        # a short wording met word for word inside a person's sentence ("I'm experiencing an XPU out of
+        # memory error when fine-tuning ..."): their words naming the error, not the line a program printed
+        if rec.kind == "bare" and exact and _in_passing(rec.message, self.table.sigs[si]["norm"]):
+            return ("but this is a sentence that names the error in passing, not the line the program printed: "
+                    "paste that line (and the traceback above it) to confirm")
+        # an out-of-memory error on a device with far more free than was asked: memory did not run out
+        roomy = room_left(rec.message)
+        if roomy:
+            asked = f"{roomy[0]:.2f} GiB" if roomy[0] >= 1 else f"{roomy[0] * 1024:.2f} MiB"
+            return (f"but the device had {roomy[1]:.2f} GiB free when {asked} was asked: memory did not run out. "
+                    "Something refused the allocation: a per-process memory limit, sleep mode's allocator "
+                    "(CuMemAllocator), or a driver error reported as out of memory; look for the error logged just before it")
+        against = self._stage_contradicts(entry, rec)
+        if against:
+            return f"but the traceback's frames show {against}, not {self._entry_stage(entry)}: the wording fits, the stage does not"
+        return None
+
     def _rewrapped(self, rec: Record, global_stage: str | None) -> list:
         """A RuntimeError whose text is another class's wording: vLLM's executors re-raise a worker's error
         as RuntimeError ('Worker failed with error ...'), and a paste may keep that class with the worker's
@@ -579,9 +612,14 @@ class Matcher:
             is_conf = base >= CUTOFF and (runner is None or final - runner[0] >= MARGIN or (exact and not runner[4]))
             entry = self.entries[self.table.sigs[si]["entry"]]
             eid = entry["id"]
+            # why the words alone do not make the claim: the answer stays likely and says so
+            doubt = None
             # the words that carry the meaning (device, memory space, "out of memory", the class) must agree
             if rewrapped:
                 is_conf = False
+                doubt = (f"but vLLM raises these words as {self.table.sigs[si]['exception']}, not RuntimeError: "
+                         "RuntimeError is the class its executors re-raise a worker's error under ('Worker failed with "
+                         "error ...'); paste the worker's own error line to be sure")
             if differs:
                 is_conf = False
                 if rec.kind in ("exception", "inner"):
@@ -590,26 +628,10 @@ class Matcher:
             advisory = bool(self.table.sigs[si].get("advisory"))
             if advisory:
                 is_conf = False
-            # a runtime's text (torch, NCCL, XLA, ...) in a paste that never shows vLLM: other programs
-            # (SGLang, TensorRT-LLM, Ollama, a JAX trainer) print it too, and this entry's advice is vLLM's
-            foreign = self.table.sigs[si].get("shared") \
-                if is_conf and not scanner.vllm_seen and scanner.other_program else None
-            # ... or raised in a whole traceback none of whose frames is vLLM's (a trainer beside it)
-            raised_by = scanner.foreign_tb.get(rec.line) if is_conf and self.table.sigs[si].get("shared") else None
-            if foreign or raised_by:
-                is_conf = False
-            # a short wording met word for word inside a person's sentence ("I'm experiencing an XPU out of
-            # memory error when fine-tuning ..."): their words naming the error, not the line a program printed
-            in_passing = is_conf and rec.kind == "bare" and exact and _in_passing(rec.message, self.table.sigs[si]["norm"])
-            if in_passing:
-                is_conf = False
-            # an out-of-memory error on a device with far more free than was asked: memory did not run out
-            roomy = room_left(rec.message) if is_conf else None
-            if roomy:
-                is_conf = False
-            against = self._stage_contradicts(entry, rec) if is_conf else None
-            if against:
-                is_conf = False
+            if is_conf:
+                doubt = self._doubt(rec, entry, si, exact, scanner)
+                if doubt:
+                    is_conf = False
             # the wording is shared by entries that differ only in their stage, and nothing shows the stage
             unstaged = self._unstaged(entry, base, exact, rstage, si, ranked) if is_conf else None
             said_stage = None
@@ -630,11 +652,7 @@ class Matcher:
                 contexts[rec.startup] = fill.context_values(_context_text(context, rec.startup))
             m = self._build(rec, entry, si, base, is_conf, runner, rstage, contexts.get(rec.startup))
             m.startup = rec.startup
-            if against:
-                m.confidence = "likely"
-                m.evidence.append(Fact(rec.line, rec.text, f"but the traceback's frames show {against}, not "
-                                       f"{self._entry_stage(entry)}: the wording fits, the stage does not"))
-            elif unstaged:
+            if unstaged:
                 m.confidence = "likely"
                 if said_stage is not None:
                     m.evidence.append(said_stage[2])
@@ -646,31 +664,9 @@ class Matcher:
             elif advisory:
                 who = self.table.sigs[si].get("shared") or "vLLM"
                 m.notes = {**m.notes, "advisory": f"{who} prints this line on healthy runs too: it is a hint, not the failure"}
-            elif in_passing:
+            elif doubt:
                 m.confidence = "likely"
-                m.evidence.append(Fact(rec.line, rec.text, "but this is a sentence that names the error in passing, not "
-                                       "the line the program printed: paste that line (and the traceback above it) to confirm"))
-            elif roomy:
-                m.confidence = "likely"
-                m.evidence.append(Fact(rec.line, rec.text, f"but the device had {roomy[1]:.2f} GiB free when "
-                                       f"{f'{roomy[0]:.2f} GiB' if roomy[0] >= 1 else f'{roomy[0] * 1024:.2f} MiB'} was asked: memory did not run out. Something refused the allocation: a per-process "
-                                       "memory limit, sleep mode's allocator (CuMemAllocator), or a driver error reported "
-                                       "as out of memory; look for the error logged just before it"))
-            elif rewrapped:
-                m.confidence = "likely"
-                m.evidence.append(Fact(rec.line, rec.text, f"but vLLM raises these words as {self.table.sigs[si]['exception']}, "
-                                       "not RuntimeError: RuntimeError is the class its executors re-raise a worker's error "
-                                       "under ('Worker failed with error ...'); paste the worker's own error line to be sure"))
-            elif raised_by:
-                m.confidence = "likely"
-                m.evidence.append(Fact(rec.line, rec.text, f"but the traceback above it is whole and none of its frames is "
-                                       f"vLLM's: {raised_by!r} raised it, so vLLM's advice may not apply; if vLLM's "
-                                       "own process failed too, paste its traceback"))
-            elif foreign:
-                m.confidence = "likely"
-                m.evidence.append(Fact(rec.line, rec.text, f"but this is {foreign}'s text, which "
-                                       f"other programs print too, and the paste shows {scanner.other_program!r}, never "
-                                       "vLLM: if vLLM did run, paste its log to confirm"))
+                m.evidence.append(Fact(rec.line, rec.text, doubt))
             elif is_conf and rstage and runner is not None and self._stage_decided(entry, base, exact, runner):
                 m.evidence.append(self._stage_fact(rec, rstage, global_stage, global_at))
             (confident if is_conf else possible)[eid] = m

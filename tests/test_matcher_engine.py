@@ -217,10 +217,16 @@ def test_a_log_flattened_onto_one_line_reads_as_the_log():
     assert unflatten(prose) == [prose]
 
 
-def test_an_exception_quoted_mid_sentence_is_read():
-    text = ("which exceeded the available Mamba cache blocks during engine initialization: ValueError: max_num_seqs (1024) "
-            "exceeds available Mamba cache blocks (524)\n")
-    assert matcher().match(text).root_cause == "mamba-cache-blocks-below-max-num-seqs"
+@pytest.mark.parametrize("text,entry", [
+    # after a colon mid-sentence
+    ("which exceeded the available Mamba cache blocks during engine initialization: ValueError: max_num_seqs (1024) "
+     "exceeds available Mamba cache blocks (524)\n", "mamba-cache-blocks-below-max-num-seqs"),
+    # inside markdown emphasis
+    ("After loading the model it takes ~5-6 min of waiting until I get the **ValueError: No available memory "
+     "for the cache blocks**:\n", "no-memory-for-cache-blocks"),
+])
+def test_an_exception_quoted_mid_sentence_is_read(text, entry):
+    assert matcher().match(text).root_cause == entry
 
 
 def test_an_exception_class_missing_its_first_letter_is_restored():
@@ -439,12 +445,6 @@ def test_a_traceback_through_another_programs_package_with_vllm_named_nowhere_is
     report = matcher().match(text)
     assert report.root_cause is None and report.matches[0].confidence == "likely"
     assert any("'bitsandbytes'" in f.says for f in report.matches[0].evidence)
-
-
-def test_an_exception_in_markdown_emphasis_is_read():
-    text = ("After loading the model it takes ~5-6 min of waiting until I get the **ValueError: No available memory "
-            "for the cache blocks**:\n")
-    assert matcher().match(text).root_cause == "no-memory-for-cache-blocks"
 
 
 def test_pytorchs_allocator_warning_is_a_hint_named_for_pytorch():

@@ -190,7 +190,7 @@ _PROSE_STAGE_RE = Lazy(r"(?i)(?P<startup>\bwhile (?:the )?model is loading|\bloa
                        r"|\bwarm-?up\b|\bprofil(?:e|ing) (?:run|stage|step|phase)\b|\bduring (?:the )?(?:[\w-]+ ){0,3}?(?:memory )?profiling\b|\bat load(?:ing)? time\b"
                        r"|\bload(?:s|ed)? (?:successfully|fine)\b|\binitiali[sz]ation (?:fails?|failed|crash(?:es|ed)?)\b|\bbefore (?:running|sending|serving|handling) (?:any )?requests?\b"
                        r"|加载|启动|初始化)"
-                       r"|(?P<cudagraph>\bcapturing (?:the )?(?:cuda ?graphs?|cudagraphs?)|\bcuda ?graph capture"
+                       r"|(?P<cudagraph>\bcapturing (?:the )?(?:(?:full|piecewise|decode|prefill|mixed) )?(?:cuda ?graphs?|cudagraphs?)|\bcuda ?graph capture"
                        r"|\b(?:at|during) (?:the )?(?:real |cuda[- ]?graph |graph )?capture\b)"
                        r"|(?P<serving>\b(?:while|when|during) (?:\w+ ){0,3}?(?:serving|generating|inference|rollout|decoding|decode|prefill|benchmarking|evaluat(?:e|es|ing|ion)|benchmarks?)\b|\bduring (?:the )?(?:generation|decode|evaluation|benchmark)\b|\bunder (?:\w+ )?load\b|\bsaturating load\b|\bin-flight requests?\b|^\s*serving\b|\bafter (?:running for |serving for )?(?:some|a few|several|many|\d+) (?:requests|hours|minutes)\b"
                        r"|\bafter (?:the )?(?:server )?(?:(?:a )?successful(?:ly)? )?(?:start-?up|starting|launch(?:ing)?|it (?:starts|started)|started)\b"
@@ -755,7 +755,10 @@ class Scanner:
         found: set[str] = set()
         for _, func, path in self.last_tb:
             found |= cues_of(func) | {cue for part, cue in _PATH_CUES if part in path}
-        return (None if _only_rpc_loop(self, found) else stage(found)) or self.stage
+        at = None if _only_rpc_loop(self, found) else stage(found)
+        if at is None and self.step in _LAUNCH_STEPS and self.prose_stage is not None:
+            return self.prose_stage[0]  # a launch command is the log's only step: the person's words say more
+        return at or self.stage
 
 
 SLEEP_FREED_NOTHING = 0.01  # GiB: "freed 0.00 GiB" as vLLM rounds it

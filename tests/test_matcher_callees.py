@@ -95,6 +95,12 @@ def test_the_committed_table_names_the_expected_entries():
     assert "check_enough_kv_cache_memory" not in TABLE["allocates"] and set(TABLE["allocates"]) <= set(funcs)
 
 
+def test_the_committed_weights_are_the_corpus_counts():
+    # cut answers are "ranked by how often real pastes show each": a label added without
+    # `python -m matcher.derive_callees --weights-only` would leave that claim stale
+    assert TABLE["weights"] == d.corpus_weights(Path(__file__).resolve().parent.parent)
+
+
 def test_the_index_keeps_only_entries_that_exist():
     got = load_callees({"no-memory-for-cache-blocks": "kv-capacity"})
     assert got["functions"]["_initialize_kv_caches"] == {"no-memory-for-cache-blocks": TABLE["functions"]["_initialize_kv_caches"]["no-memory-for-cache-blocks"]}

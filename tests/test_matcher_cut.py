@@ -162,6 +162,15 @@ def test_a_cut_traceback_in_the_models_forward_code_is_the_device_oom():
     assert "forward pass" in report.matches[0].evidence[0].says and report.matches[0].evidence[0].line == 6
 
 
+def test_a_cut_forward_pass_after_a_launch_command_takes_the_stage_the_person_names():
+    # the frames name no stage and the log's only step is the launch: their words say when it failed
+    launch = ["vllm serve meta-llama/Llama-3.3-70B-Instruct --max-model-len 32768 \\",
+              "--compilation-config '{\"cudagraph_mode\": \"FULL\"}'", ""]
+    said = "It runs out of memory when capturing full cuda graph of mixed prefill-decode batches."
+    assert first("\n".join([said, ""] + launch + COMPUTE_TB)) == ("cuda-oom-during-cudagraph-capture", "likely")
+    assert first("\n".join(launch + COMPUTE_TB)) == ("cuda-oom-during-startup", "likely")  # the launch alone: start-up
+
+
 def test_a_faulthandler_dump_is_no_cut_traceback():
     text = "\n".join([
         "Fatal Python error: Segmentation fault",

@@ -276,6 +276,32 @@ def corpus_weights(root: Path) -> dict[str, int]:
     return counts
 
 
+# a traceback frame of vLLM's own code (vllm/, vllm_ascend/, vllm_omni/ ...): the function it names
+_VLLM_FRAME_RE = re.compile(r'File "[^"]*vllm[^"]*", line \d+, in (\w+)')
+# labelled pastes through a function before their entries say more than the corpus's as a whole, and
+# through it showing one entry (one paste is an anecdote)
+MIN_THROUGH, MIN_THROUGH_ENTRY = 3, 2
+
+
+def corpus_through(root: Path, functions) -> dict[str, dict[str, int]]:
+    """function -> entry id -> labelled positives whose traceback runs through that vLLM function: what
+    failed below it, in real pastes. Only functions of the table, entries seen MIN_THROUGH_ENTRY times,
+    functions with MIN_THROUGH such pastes."""
+    counts: dict[str, dict[str, int]] = {}
+    corpus = root / "tests" / "corpus"
+    for labels in sorted(corpus.glob("labels*.json")):
+        for case in json.loads(labels.read_text()):
+            if case.get("kind") != "positive" or not case.get("accept"):
+                continue
+            text = (corpus / "pastes" / case["file"]).read_text(encoding="utf-8", errors="replace")
+            for name in set(_VLLM_FRAME_RE.findall(text)):
+                if name in functions:
+                    by = counts.setdefault(name, {})
+                    by[case["accept"][0]] = by.get(case["accept"][0], 0) + 1
+    kept = {f: {e: n for e, n in sorted(by.items()) if n >= MIN_THROUGH_ENTRY} for f, by in sorted(counts.items())}
+    return {f: by for f, by in kept.items() if sum(by.values()) >= MIN_THROUGH}
+
+
 def build(releases, workdir: Path, root: Path, kb: Path | None = None) -> dict:
     from kvkb.atlas.wheels import release_sources
 
@@ -291,12 +317,14 @@ def build(releases, workdir: Path, root: Path, kb: Path | None = None) -> dict:
         print(f"vLLM {version}: {len(reach)} functions reach an entry", file=sys.stderr, flush=True)
     return {
         "about": "function name -> entry id -> releases whose code can reach that entry's message from it "
-                 "(matcher/derive_callees.py); weights: labelled corpus pastes per entry",
+                 "(matcher/derive_callees.py); weights: labelled corpus pastes per entry; through: function -> "
+                 "entry -> labelled corpus pastes whose traceback runs through that function",
         "releases": list(releases),
         "functions": {f: dict(sorted(v.items())) for f, v in sorted(table.items())},
         # of the table's functions, those whose code calls one that allocates device memory (ALLOCATING)
         "allocates": sorted(f for f in table if f in allocating),
         "weights": dict(sorted(corpus_weights(root).items())),
+        "through": corpus_through(root, table),
     }
 
 
@@ -308,11 +336,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/kvkb-wheels"))
     ap.add_argument("--kb", type=Path, default=None, help="entries to read (default: the checkout's kb/)")
     ap.add_argument("--weights-only", action="store_true",
-                    help="keep the table in --out, refresh only the corpus weights (no download)")
+                    help="keep the table in --out, refresh only the corpus counts (weights, through; no download)")
     args = ap.parse_args(argv)
     if args.weights_only:
         data = json.loads(args.out.read_text())
         data["weights"] = dict(sorted(corpus_weights(here.parent).items()))
+        data["through"] = corpus_through(here.parent, data["functions"])
     else:
         data = build(args.releases, args.workdir, here.parent, args.kb)
     args.out.write_text(json.dumps(data, indent=0, sort_keys=False, separators=(",", ":")) + "\n")

@@ -190,18 +190,18 @@ _PROSE_STAGE_RE = Lazy(r"(?i)(?P<startup>\bwhile (?:the )?model is loading|\bloa
                        r"|\bwarm-?up\b|\bprofil(?:e|ing) (?:run|stage|step|phase)\b|\bduring (?:the )?(?:[\w-]+ ){0,3}?(?:memory )?profiling\b|\bat load(?:ing)? time\b"
                        r"|\bload(?:s|ed)? (?:successfully|fine)\b|\binitiali[sz]ation (?:fails?|failed|crash(?:es|ed)?)\b|\bbefore (?:running|sending|serving|handling) (?:any )?requests?\b"
                        r"|加载|启动|初始化)"
-                       r"|(?P<cudagraph>\bcapturing (?:the )?(?:(?:full|piecewise|decode|prefill|mixed) )?(?:cuda ?graphs?|cudagraphs?)|\bcuda ?graph capture"
+                       r"|(?P<cudagraph>\bcapturing (?:the )?(?:(?:full|piecewise|decode|prefill|mixed) )?(?:cuda[- ]?graphs?|cudagraphs?)|\bcuda[- ]?graph capture"
                        r"|\b(?:at|during) (?:the )?(?:real |cuda[- ]?graph |graph )?capture\b)"
                        r"|(?P<serving>\b(?:while|when|during) (?:\w+ ){0,3}?(?:serving|generating|inference|rollout|decoding|decode|prefill|benchmarking|evaluat(?:e|es|ing|ion)|benchmarks?)\b|\bduring (?:the )?(?:generation|decode|evaluation|benchmark)\b|\bunder (?:\w+ )?load\b|\bsaturating load\b|\bin-flight requests?\b|^\s*serving\b|\bafter (?:running for |serving for )?(?:some|a few|several|many|\d+) (?:requests|hours|minutes)\b"
                        r"|\bafter (?:the )?(?:server )?(?:(?:a )?successful(?:ly)? )?(?:start-?up|starting|launch(?:ing)?|it (?:starts|started)|started)\b"
-                       r"|\bduring (?:load[ -]?test(?:ing)?|benchmark(?:ing)?)\b"
+                       r"|\bduring (?:load[ -]?test(?:ing)?|benchmark(?:ing)?)\b|\bsend(?:s|ing)? (?:a |an |the |many |some |\d+ )?(?:[\w-]+ ){0,2}?(?:prompts?|requests?|quer(?:y|ies))\b"
                        r"|\b(?:prompt_)?logprobs\b|\b(?:input|prompt|request) is (?:excessively |too |very )?long\b|推理时|推理过程|生成时|并发|请求数|访问次数|发送请求|处理请求)")
 # "insufficient KV cache memory", "not enough KV cache", "the KV cache is too small"
 _PROSE_KV_RE = Lazy(r"(?i)\b(?:insufficient|not enough|too little|no available)\b[^.]{0,30}?\bkv[ -]?cache\b"
                     r"|\bkv[ -]?cache\b[^.]{0,30}?\b(?:is too small|too small|not enough|insufficient)\b")
 _PROSE_LINES_MAX = 256  # lines of a person's words kept for prose_stage
 _PROSE_STAGE_GATES = ("load", "initiali", "start", "launch", "captur", "graph", "while", "when", "during", "after", "warm",
-                      "before", "flight", "erving", "profil", "logprobs", "long", "加载", "启动", "初始化", "推理", "生成", "并发", "请求",
+                      "before", "flight", "erving", "profil", "logprobs", "long", "send", "加载", "启动", "初始化", "推理", "生成", "并发", "请求",
                       "访问")
 _PROSE_SAYS = {"startup": "at start-up (their words)", "cudagraph": "during CUDA-graph capture (their words)",
                "serving": "while serving (their words)"}
@@ -929,6 +929,11 @@ def _callee_hints(sc: Scanner, frame: tuple, where: str, cut: Fact, stage_entrie
     # warm-up catches PyTorch's OOM and raises its own message)
     if not allocates and not phase_table and any(e in table for e in set(stage_entries.values())):
         allocates = True
+    # ... and it does when it is the model's forward code (a layer's apply, an attention op): every
+    # tensor op there allocates its output, whatever else a function of that name reaches
+    if not allocates and not phase_table and _vllm_frame(frame[2]) \
+            and any(p in frame[2].replace("\\", "/") for p in _COMPUTE_PATHS):
+        allocates = True
     # V1's API server process runs no model: the engine allocates in its own process (EngineCore), so a
     # traceback in the API server is no device OOM, whatever the static call graph reaches
     api = sc.tb_api and not phase_table and allocates
@@ -940,13 +945,19 @@ def _callee_hints(sc: Scanner, frame: tuple, where: str, cut: Fact, stage_entrie
     oom = stage_oom(sc, stage_entries, frames)
     if oom and allocates:
         ids[oom] = list(table.get(oom, []))
+    # how often real pastes whose traceback runs through this very function show each (init_device: its
+    # free-memory check), then how often real pastes show each at all
+    through = {} if phase_table else dict(sc.callees.get("through", {}).get(frame[1], {}))
     # the device's OOM is the stage's OOM on another accelerator: it ranks as often as PyTorch's OOM at that stage
     weight = dict(weights)
     if oom and oom != stage_entries.get(frames or "startup"):
-        weight[oom] = max(weight.get(oom, 0), weight.get(stage_entries.get(frames or "startup", ""), 0))
+        cuda = stage_entries.get(frames or "startup", "")
+        weight[oom] = max(weight.get(oom, 0), weight.get(cuda, 0))
+        through[oom] = max(through.get(oom, 0), through.get(cuda, 0))
     # what the frame itself means (FRAME_HINTS: the V0 scheduler's swap-out) before how often pastes show each
     first = tuple(stage_oom(sc, stage_entries, e[4:]) if e.startswith("oom:") else e for e in first)
-    ranked = sorted(ids, key=lambda e: (first.index(e) if e in first else len(first), -weight.get(e, 0), -len(ids[e]), e))
+    ranked = sorted(ids, key=lambda e: (first.index(e) if e in first else len(first), -through.get(e, 0),
+                                        -weight.get(e, 0), -len(ids[e]), e))
     if not ranked:
         return []
 
@@ -955,8 +966,9 @@ def _callee_hints(sc: Scanner, frame: tuple, where: str, cut: Fact, stage_entrie
         return f"in vLLM {', '.join(rel)}" if rel else "PyTorch's own allocation error"
 
     names = "; ".join(f"{e} ({releases(e)})" for e in ranked)
+    seen = f" failing inside {frame[1]}, then all real pastes," if any(through.get(e) for e in ranked) else ""
     says = (says or f"the paste stops inside {frame[1]}: the code it calls") + \
-        f" can raise only these entries' errors: {names} (ranked by how often real pastes show each); paste the lines after the cut to tell"
+        f" can raise only these entries' errors: {names} (ranked by how often real pastes{seen} show each); paste the lines after the cut to tell"
     if dropped:
         says += f" (left out: {dropped})"
     if api:
@@ -1116,6 +1128,15 @@ def phase_hints(sc: Scanner, stage_entries: dict) -> list[Hint]:
         dev = sc.device()
         if dev is not None and stage_entries.get("device:" + dev):
             at, where = "startup", Fact(None, "", f"the log names the {dev.upper()}: its out-of-memory error is one entry at any stage")
+        elif (sc.says_device or sc.devices or sc.gpu_platform) and sc.says_host is None:
+            # an accelerator's OOM they tell of and no step at all: most real ones happen at start-up
+            # (the corpus's counts: callees.json weights), so that is the best guess, and says so
+            weights = sc.callees.get("weights", {})
+            ranked = sorted(("startup", "cudagraph", "serving"),
+                            key=lambda st: -weights.get(stage_entries.get(st) or _DEFAULT_OOM[st], 0))
+            at = ranked[0]
+            where = Fact(None, "", f"no step of the run is in the paste; most real out-of-memory errors happen "
+                                   f"{_PROSE_SAYS[at].split(' (')[0]}, so that is a guess")
     if at is None:
         return out
     oom = stage_oom(sc, stage_entries, at)

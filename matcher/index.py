@@ -218,13 +218,14 @@ def load_callees(known: dict[str, str], path: str = CALLEES_PATH) -> dict:
         with open(path, "rb") as f:
             data = json.loads(f.read())
     except (OSError, ValueError):
-        return {"functions": {}, "weights": {}, "allocates": [], "categories": {}}
+        return {"functions": {}, "weights": {}, "through": {}, "allocates": [], "categories": {}}
     funcs = {}
     for name, ids in data.get("functions", {}).items():
         kept = {e: list(r) for e, r in ids.items() if e in known}
         if kept:
             funcs[name] = kept
     return {"functions": funcs, "weights": {e: n for e, n in data.get("weights", {}).items() if e in known},
+            "through": {f: {e: n for e, n in by.items() if e in known} for f, by in data.get("through", {}).items()},
             "releases": list(data.get("releases", [])),
             "allocates": [f for f in data.get("allocates", []) if f in funcs],
             "categories": {e: known[e] for ids in funcs.values() for e in ids}}

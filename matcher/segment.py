@@ -72,9 +72,16 @@ CUES = {
         "compile_or_warm_up_model", "EngineCore failed to start", "Engine core initialization failed", "warming up sampler",
         "warming up pooler", "Failed to load model", "Engine process failed to start",
         "WorkerProc failed to start",  # v1 multiproc worker_main: the worker died building itself
+        # any part of the engine that failed building itself ("Engine core", vllm-omni's "Orchestrator"
+        # and "Stage", V1's "WorkerProc"): what it wraps happened at start-up
+        "initialization failed",
     ),
     "serving": (
-        "execute_model", "Error in model execution", "output_handler", "EngineCore encountered a fatal error", "run_busy_loop",
+        # V0's profile_run runs execute_model too, so "Error in model execution" alone is no stage; but V0's
+        # MQLLMEngine logs an exception's repr (OutOfMemoryError('Error in model execution ...')) only from
+        # the loops it runs once start-up is over (engine.py start(), client.py _set_errored; 0.6.3.post1, 0.7.1)
+        "Error('Error in model execution",
+        "execute_model", "output_handler", "EngineCore encountered a fatal error", "run_busy_loop",
         "step_with_batch_queue", "engine_step", "_run_engine", "POST /v1/", "Background loop has errored",
         "EngineDeadError", "Engine loop is not running", "wake_up", "cumem_allocator",
         # V0 AsyncLLMEngine's background loop (started by the first request) died; its done-callback
@@ -214,6 +221,19 @@ def cues_of(text: str) -> set[str]:
     for name in ("startup", "serving"):
         if any(w in text for w in CUES[name]):
             found.add(name)
+    return found
+
+
+# a file a message names ("input dumped to /tmp/err_execute_model_input_20241108-023641.pkl", a log's
+# path): its name is no step of the run, though it may hold a cue's words
+_NAMED_FILE_RE = Lazy(r"(?:[\w.~-]*/)+[\w.-]+\.\w{1,5}\b")
+
+
+def line_cues(content: str) -> set[str]:
+    """cues_of a line, leaving out the files a message names (a frame's path is read as a frame)."""
+    found = cues_of(content)
+    if found and "/" in content and not _FRAME_RE.match(content):
+        found = cues_of(_NAMED_FILE_RE.sub(" ", content))
     return found
 
 
@@ -451,7 +471,7 @@ def segment_parsed(parsed: list[tuple]) -> tuple[list[Record], frozenset[str]]:
         if validation is not None and item is None and _FIELD_RE.match(stripped):
             field = stripped  # the field path above a pydantic field error ("gpu_memory_utilization")
             continue
-        cues_here = cues_of(content)
+        cues_here = line_cues(content)
         if item is not None:
             message, i = _join_item(item, parsed, i)
             if field and not stripped.startswith(_PYDANTIC_ITEM):

@@ -108,7 +108,7 @@ def test_the_index_keeps_only_entries_that_exist():
         set(got["functions"]["determine_available_memory"]) <= {"no-memory-for-cache-blocks"}
     assert got["categories"] == {"no-memory-for-cache-blocks": "kv-capacity"}
     assert load_callees({e: "x" for e in entry_ids()}, "/nonexistent.json") == \
-        {"functions": {}, "weights": {}, "allocates": [], "categories": {}}
+        {"functions": {}, "weights": {}, "through": {}, "allocates": [], "categories": {}}
 
 
 CUT = """INFO 09-01 10:00:00 [gpu_model_runner.py:2000] Model loading took 14.99 GiB and 5.1 seconds
@@ -128,9 +128,11 @@ def test_a_paste_cut_inside_a_function_is_answered_likely_from_the_table():
     assert likely, [(m.id, m.confidence) for m in report.matches]
     allowed = set(TABLE["functions"]["_initialize_kv_caches"])
     assert {m.id for m in likely} <= allowed
-    # ranked by how often the corpus shows each entry
-    w = TABLE["weights"]
-    assert [w.get(m.id, 0) for m in likely] == sorted((w.get(m.id, 0) for m in likely), reverse=True)
+    # ranked by how often corpus pastes failing inside _initialize_kv_caches show each entry, then by how
+    # often the corpus shows each at all
+    w, through = TABLE["weights"], TABLE["through"]["_initialize_kv_caches"]
+    keys = [(through.get(m.id, 0), w.get(m.id, 0)) for m in likely]
+    assert keys == sorted(keys, reverse=True) and keys[0][0] > 0
     says = likely[0].evidence[0].says
     assert "_initialize_kv_caches" in says and "paste the lines after the cut" in says
     assert likely[0].evidence[0].line == 7  # the call on the source line is where it stopped
@@ -190,3 +192,24 @@ def test_more_entries_than_max_reach_in_one_release_say_nothing():
     body += "\ndef top():\n" + "".join(f"    f{i}()\n" for i in range(d.MAX_REACH + 1))
     reach = d.release_table([("vllm/many.py", body)], many)
     assert "top" not in reach and reach["f0"] == {"e0"}
+
+
+def test_a_cut_in_init_device_ranks_what_real_pastes_failing_there_show():
+    # init_device's free-memory check is what real pastes failing inside it show, though PyTorch's
+    # start-up OOM is the commonest entry of all
+    text = ("Traceback (most recent call last):\n"
+            '  File "/x/vllm/v1/executor/uniproc_executor.py", line 1, in _init_executor\n'
+            '    self.driver_worker.init_device()\n'
+            '  File "/x/vllm/v1/worker/gpu_worker.py", line 1, in init_device\n'
+            '    self.init_snapshot = MemorySnapshot()\n')
+    likely = [m for m in matcher().match(text).matches if m.confidence == "likely"]
+    through = TABLE["through"]["init_device"]
+    assert likely[0].id == "insufficient-free-memory-at-startup" == max(through, key=through.get)
+    assert TABLE["weights"]["cuda-oom-during-startup"] > TABLE["weights"]["insufficient-free-memory-at-startup"]
+    assert "failing inside init_device" in likely[0].evidence[0].says
+
+
+def test_through_counts_leave_out_anecdotes():
+    assert all(n >= d.MIN_THROUGH_ENTRY for by in TABLE["through"].values() for n in by.values())
+    assert all(sum(by.values()) >= d.MIN_THROUGH for by in TABLE["through"].values())
+    assert set(TABLE["through"]) <= set(TABLE["functions"])

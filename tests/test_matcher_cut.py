@@ -171,6 +171,19 @@ def test_a_cut_forward_pass_after_a_launch_command_takes_the_stage_the_person_na
     assert first("\n".join(launch + COMPUTE_TB)) == ("cuda-oom-during-startup", "likely")  # the launch alone: start-up
 
 
+def test_a_cut_in_a_layers_function_can_end_in_the_device_oom():
+    # `apply` (a quantisation method's) reaches few entries by name, but a layer's forward code
+    # allocates its outputs: PyTorch's OOM is an answer there too, and the commonest
+    text = "\n".join([
+        "Traceback (most recent call last):",
+        '  File "/x/site-packages/vllm/model_executor/layers/linear.py", line 367, in forward',
+        "    output_parallel = self.quant_method.apply(self, input_, bias)",
+        '  File "/x/site-packages/vllm/model_executor/layers/linear.py", line 135, in apply',
+        "    return F.linear(x, layer.weight, b",
+    ])
+    assert first(text) == ("cuda-oom-during-startup", "likely")
+
+
 def test_a_faulthandler_dump_is_no_cut_traceback():
     text = "\n".join([
         "Fatal Python error: Segmentation fault",

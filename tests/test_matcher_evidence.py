@@ -461,3 +461,20 @@ def test_room_left_reads_pytorchs_two_layouts():
     assert room_left(new.replace("66.43 GiB is free", "11.06 MiB is free")) is None
     assert room_left(old.replace("40.00 GiB free", "3.00 GiB free")) is None
     assert room_left("CUDA out of memory") is None
+
+
+def test_an_oom_told_with_no_step_at_all_is_the_commonest_stage_as_a_guess():
+    said = ["使用basic_demo/openai_api_server.py 只是说显存不足", "v100 gpu * 4"]
+    sc = _scan_with_table(said)
+    got = [h for h in hints(sc, False, matcher()._stage_oom_entries()) if h.tier == "likely"]
+    assert [h.entry for h in got] == ["cuda-oom-during-startup"]
+    assert any("a guess" in f.says for f in got[0].facts)
+    # no accelerator named, or the host's memory named too: no guess
+    assert _likely(["it always gives OOM"]) == []
+    assert _likely(["it always gives OOM on the GPU, even with 64GB of RAM"]) == []
+
+
+def test_the_person_sending_requests_or_capturing_graphs_names_the_stage():
+    cmd = "vllm serve Qwen/Qwen3-8B --max-model-len 32000"
+    assert _likely(["when i send a long prompt i get a CUDA OOM", cmd]) == ["cuda-oom-during-serving"]
+    assert _likely(["it OOMs in the FULL CUDA-graph capture", cmd]) == ["cuda-oom-during-cudagraph-capture"]

@@ -221,3 +221,34 @@ def test_allocating_the_kv_cache_is_start_up():
     text = tb(frame("vllm/worker/cache_engine.py", "__init__", "self.gpu_cache = self._allocate_kv_cache("),
               frame("vllm/worker/cache_engine.py", "_allocate_kv_cache", "layer_kv_cache = torch.zeros(alloc_shape,"))
     assert top(text)[0].root_cause == "cuda-oom-during-startup"
+
+
+V0_DUMPED = ("Error in model execution (input dumped to /tmp/err_execute_model_input_20241108-023641.pkl): CUDA out of "
+             "memory. Tried to allocate 296.00 MiB. GPU 0 has a total capacity of 15.61 GiB of which 55.06 MiB is free.")
+
+
+def test_v0s_model_execution_wrapper_alone_is_no_stage():
+    # V0's profile_run runs execute_model under the same dump wrapper, and the dump file's name
+    # ("err_execute_model_input_...pkl") is no frame: no confident stage
+    report, m = top("[rank0]: torch.OutOfMemoryError: " + V0_DUMPED + "\n")
+    assert report.root_cause is None and m.confidence == "likely"
+    # the wrapper under V0's profile run is start-up, with a confident answer
+    report, _ = top(tb(frame("vllm/worker/model_runner.py", "profile_run", "self.execute_model(model_input, kv_caches)"),
+                       error="torch.OutOfMemoryError: " + V0_DUMPED))
+    assert report.root_cause == "cuda-oom-during-startup"
+
+
+def test_v0s_engine_loop_logging_the_errors_repr_is_serving():
+    # MQLLMEngine logs an exception's repr only from the loops it runs after start-up
+    line = "ERROR 12-19 09:33:44 engine.py:135] OutOfMemoryError('" + V0_DUMPED + "')\n"
+    report, m = top(line)
+    assert report.root_cause == "cuda-oom-during-serving"
+
+
+@pytest.mark.parametrize("wrapper", ["RuntimeError: Orchestrator initialization failed: ",
+                                     "RuntimeError: Stage initialization failed: "])
+def test_a_wrapper_saying_initialization_failed_is_start_up(wrapper):
+    report, _ = top(wrapper + TORCH_OOM.split(": ", 1)[1] + "\n")
+    assert report.root_cause == "cuda-oom-during-startup"
+    report, _ = top("RuntimeError: Orchestrator request failed: " + TORCH_OOM.split(": ", 1)[1] + "\n")
+    assert report.root_cause is None  # a wrapper that names no step says nothing of the stage

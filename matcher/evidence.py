@@ -45,7 +45,8 @@ _STARTUP = (
 _NUMBERS = (
     ("available_kv_gib", "Available KV cache memory", r"Available KV cache memory: (-?[\d.]+) ?GiB"),
     ("available_kv_gib", "reserved for KV Cache is", r"reserved for KV Cache is (-?[\d.]+) ?GiB"),
-    ("device_blocks", "blocks: ", r"# (?:GPU|cuda|CUDA|NPU|npu|XPU|xpu|HPU|hpu|TPU|tpu) blocks: (-?\d+)"),
+    # vLLM's "# GPU blocks: 0", and a person's "I got GPU blocks 0"
+    ("device_blocks", " blocks", r"(?:# )?(?:GPU|cuda|CUDA|NPU|npu|XPU|xpu|HPU|hpu|TPU|tpu) blocks(?::| =|) (-?\d+)\b"),
     ("available_bytes", "Available memory: ", r"Available memory: (-?\d+)\b"),
     ("kv_tokens", "KV cache size: ", r"(?:GPU|CPU|NPU|XPU|TPU|HPU) KV cache size: ([\d,]+) tokens"),
     ("concurrency", "Maximum concurrency for", r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x"),
@@ -207,7 +208,7 @@ _PROSE_SAYS = {"startup": "at start-up (their words)", "cudagraph": "during CUDA
                "serving": "while serving (their words)"}
 # "killed by Kubernetes when memory crosses the limit", "经常oom直接被kill了", "the memory monitor kills the actor"
 _DEVICE_OOM_RE = Lazy(r"\b(?:CUDA|HIP|NPU|XPU|GPU|HPU|[Dd]evice)\b")
-_PROSE_KILL_RE = Lazy(r"(?i)(?<![a-z])kill(?:s|ed)?(?![a-z])|\bOOMKilled\b")
+_PROSE_KILL_RE = Lazy(r"(?i)(?<![a-z])kill(?:s|ed)?(?![a-z])|\bOOMKilled\b|杀")  # 被系统OOM杀进程: killed by the system's OOM
 _PROSE_MEM_RE = Lazy(r"(?i)\bmemory\b|\bRAM\b|内存|(?<![a-z])oom(?![a-z])")
 # the person's words naming the host's memory (free -h, RAM, system memory, a size no accelerator has)
 # or the device's: an OOM they tell of with only the host's named is the host's
@@ -648,7 +649,7 @@ class Scanner:
         if len(self._words) < _PROSE_LINES_MAX:
             self._words.append(text)
         # (a line that already names its entry, such as Ray's record of a worker it killed, is that entry's)
-        if "kill" in low and not named and len(self.host) < 8 and not (self.host and self.host[-1][0].line == lineno) \
+        if ("kill" in low or "杀" in text) and not named and len(self.host) < 8 and not (self.host and self.host[-1][0].line == lineno) \
                 and _PROSE_KILL_RE.search(text) and _PROSE_MEM_RE.search(text):
             self.host.append((Fact(lineno, text, "the person says the process was killed as memory ran out"), False))
 

@@ -478,3 +478,16 @@ def test_the_person_sending_requests_or_capturing_graphs_names_the_stage():
     cmd = "vllm serve Qwen/Qwen3-8B --max-model-len 32000"
     assert _likely(["when i send a long prompt i get a CUDA OOM", cmd]) == ["cuda-oom-during-serving"]
     assert _likely(["it OOMs in the FULL CUDA-graph capture", cmd]) == ["cuda-oom-during-cudagraph-capture"]
+
+
+def test_a_kill_told_in_chinese_with_the_hosts_memory_is_the_hosts():
+    said = "我机器是4个RTX4090 24G，cpu内存只有128G，启动命令起不来，会被系统OOM杀进程"
+    assert _likely([said]) == ["category:host-memory"]
+    assert _likely(["显存不足，启动起不来"]) != ["category:host-memory"]  # no kill: the device's memory
+
+
+def test_a_person_quoting_zero_gpu_blocks_is_no_room_for_the_cache():
+    said = "when I tried today `benchmark_throughput.py --tensor-parallel-size 8` I got GPU blocks 0, so it failed"
+    assert _likely([said]) == ["no-memory-for-cache-blocks"]
+    assert _likely(["INFO 09-30 15:27:08 gpu_executor.py:1] # GPU blocks: 0, # CPU blocks: 512"]) == ["no-memory-for-cache-blocks"]
+    assert _likely(["I got GPU blocks 7877, so it should fit"]) == []

@@ -485,8 +485,12 @@ class Scanner:
             called = [f for q, f in _QCALL_RE.findall(stripped) if not q or q.split(".", 1)[0] not in _OTHER_MODULES]
             if "(" in stripped and ("_run_workers" in stripped or "rpc(" in stripped or "execute_method" in stripped):
                 called += _RPC_RE.findall(stripped)
+            # (a call on a PyTorch frame's line is PyTorch's own function, whatever vLLM names alike;
+            # a trainer's line calling llm.wake_up() does call vLLM's)
+            under = next((f[2] for f in reversed(self.frames) if f[2] != _CALLED), "")
+            ours = not any(p in under.replace("\\", "/") for p in _RUNTIME_PATHS)
             for func in called:
-                if func in _HINT_FUNCS or func in self._called or func in self.ctor_sites:
+                if ours and (func in _HINT_FUNCS or func in self._called or func in self.ctor_sites):
                     self.frames.append((lineno, func, _CALLED))
             if "raise " in stripped:
                 m = _RAISE_RE.match(stripped)
@@ -807,6 +811,7 @@ _COMPUTE_PATHS = ("/model_executor/models/", "/model_executor/layers/", "/attent
 FORWARD = "forward"  # the callee table's entry for the model's forward methods
 HOST_MEMORY = "category:host-memory"  # resolved by the engine to the host-memory entries that fit best
 _CALLED = "called from the line above"  # a frame read off a source line's call
+_RUNTIME_PATHS = ("/torch/", "/triton/")  # a runtime's own frames: what their lines call is the runtime's
 
 
 # a line that stands for lines the person left out (a length check first: hashing every long line costs)
@@ -935,6 +940,11 @@ def _callee_hints(sc: Scanner, frame: tuple, where: str, cut: Fact, stage_entrie
     if not allocates and not phase_table and _vllm_frame(frame[2]) \
             and any(p in frame[2].replace("\\", "/") for p in _COMPUTE_PATHS):
         allocates = True
+    # ... and when the traceback goes on below it into PyTorch's own code (a module's forward, a CUDA
+    # graph's capture): that code allocates, whatever the table says this function's callees raise
+    if not allocates and not phase_table and frame in sc.last_tb:
+        below = sc.last_tb[sc.last_tb.index(frame) + 1:]
+        allocates = any("/torch/" in f[2].replace("\\", "/") for f in below)
     # V1's API server process runs no model: the engine allocates in its own process (EngineCore), so a
     # traceback in the API server is no device OOM, whatever the static call graph reaches
     api = sc.tb_api and not phase_table and allocates

@@ -608,6 +608,8 @@ def _near(pending: list[tuple[int, str, str]], lineno: int) -> tuple[set[str], d
 
 # Frames whose file, not function, says the stage: the OpenAI server's request handlers, weight loading
 _PATH_CUES = (("entrypoints/openai/serving_", "serving"), ("/model_loader/", "startup"),
+              # PyTorch's CUDA-graph module (torch.cuda.graph's __enter__/__exit__: capture_begin/capture_end)
+              ("/torch/cuda/graphs.py", "cudagraph"),
               # an HTTP request being answered
               ("/uvicorn/", "serving"), ("/starlette/", "serving"), ("/fastapi/", "serving"))
 # A model's or a layer's constructor builds its weights: that is loading, whatever called it
@@ -801,7 +803,9 @@ def strip_learned_prefix(lines: list[str]) -> list[str]:
     if not counts:
         return lines
     head, n = max(counts.items(), key=lambda kv: kv[1])
-    if n < LEARNED_MIN or n < LEARNED_SHARE * body or _STAMP_RE.search(head) or len(head.split()) < 2 \
+    # (a bar alone, indented, quotes a block as Python's exception groups print theirs: "  | ")
+    if n < LEARNED_MIN or n < LEARNED_SHARE * body or _STAMP_RE.search(head) \
+            or (len(head.split()) < 2 and head.strip() != "|") \
             or "Error" in head or "Exception" in head or "Traceback" in head:
         return lines
     out = [ln[len(head) + (ln[len(head):len(head) + 1] == " "):] if ln.startswith(head) else ln for ln in lines]

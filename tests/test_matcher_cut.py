@@ -184,6 +184,30 @@ def test_a_cut_in_a_layers_function_can_end_in_the_device_oom():
     assert first(text) == ("cuda-oom-during-startup", "likely")
 
 
+def test_a_call_on_pytorchs_own_line_is_not_vllms_function_of_that_name():
+    # torch.autograd.Function.apply's source line calls super().apply: PyTorch's, not the `apply` of
+    # vLLM's quantisation methods; the cut is in the model's forward code, below which PyTorch allocates
+    text = "\n".join([
+        "Traceback (most recent call last):",
+        '  File "/x/dist-packages/vllm/model_executor/layers/fla/ops/chunk.py", line 230, in chunk_gated_delta_rule',
+        "    o, final_state = ChunkGatedDeltaRuleFunction.apply(",
+        '  File "/x/dist-packages/torch/autograd/function.py", line 596, in apply',
+        "    return super().apply(*args, **kwargs)  # type: ignore[misc]",
+    ])
+    assert first(text) == ("cuda-oom-during-startup", "likely")
+
+
+def test_a_cut_in_pytorchs_cuda_graph_module_is_a_capture_oom():
+    text = "\n".join([
+        "Traceback (most recent call last):",
+        '  File "/x/site-packages/vllm/compilation/backends.py", line 677, in __call__',
+        "    with torch.cuda.graph(cudagraph, pool=self.graph_pool):",
+        '  File "/x/site-packages/torch/cuda/graphs.py", line 186, in __exit__',
+        "    self.cuda_graph.capture_end()",
+    ])
+    assert first(text) == ("cuda-oom-during-cudagraph-capture", "likely")
+
+
 def test_a_faulthandler_dump_is_no_cut_traceback():
     text = "\n".join([
         "Fatal Python error: Segmentation fault",

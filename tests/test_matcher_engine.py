@@ -541,3 +541,21 @@ def test_requests_aborted_right_after_an_error_say_it_came_while_serving():
     assert matcher().match(frames + oom + abort).root_cause == "cuda-oom-during-serving"
     # without the aborts nothing shows the stage
     assert matcher().match(frames + oom).root_cause is None
+
+
+def test_a_bar_quoting_a_traceback_is_taken_off_and_a_trainers_frames_show_whose_run_it_is():
+    # a report quoting the traceback under an indented bar (as Python's exception groups print "  | "):
+    # its frames are a trainer's, never vLLM's, so Habana's runtime text is that trainer's error
+    bar = "    \t| "
+    text = "\n".join([
+        "  * 1 x RuntimeError: [Rank:0] FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed for size::268435456 (256)MB",
+        bar + "Traceback (most recent call last):",
+        bar + '  File "/home/u/venv/lib/python3.10/site-packages/voir/cli.py", line 128, in main',
+        bar + "\tov(sys.argv[1:] if argv is None else argv)",
+        bar + '  File "/home/u/bench/__main__.py", line 120, in train',
+        bar + "\tloss = self.model(**data)",
+        bar + "RuntimeError: [Rank:0] FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed for size::268435456 (256)MB",
+    ]) + "\n"
+    report = matcher().match(text)
+    assert report.root_cause is None
+    assert report.matches[0].id == "hpu-devmem-allocation-failed" and report.matches[0].confidence == "likely"

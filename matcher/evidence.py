@@ -181,7 +181,10 @@ def _says_oom_gate(text: str) -> bool:
     return "OOM" in text or "oom" in text or "Oom" in text or "emory" in text or "EMORY" in text or "显存" in text
 
 
-_SAYS_OOM_RE = Lazy(r"(?i)(?<![a-z])OOMs?(?![a-z])|out of memory|OutOfMemory|显存不足|显存溢出|爆显存")
+_SAYS_OOM_RE = Lazy(r"(?i)(?<![a-z])OOMs?(?![a-z])|out of memory|OutOfMemory|显存不足|显存溢出|爆显存"
+                    # "fails ... due to insufficient free memory", "not enough GPU memory" (the KV cache's own
+                    # shortage is _PROSE_KV_RE's)
+                    r"|\b(?:insufficient|not enough) (?:free |gpu |device |cuda |vram )?memory\b(?! (?:for|in) (?:the )?kv)")
 # ... while sleep mode woke the engine up (the person's words: "wake up OOMs", "waking up")
 _SAYS_WAKE_RE = Lazy(r"(?i)(?<![a-z])wak(?:e[ _-]?up|ing up)")
 _NEAR = 3  # lines between the person's "OOM" and the step they name
@@ -673,7 +676,11 @@ class Scanner:
         found, on_oom = None, False
         for lineno, text, oom_here in self._prose_lines:
             if found is None or (oom_here and not on_oom):
-                m = _PROSE_STAGE_RE.search(text)
+                # an account runs in time order ("it loads fine ... then you send your first request and
+                # it crashes"): the last step a line names is the one the failure came in
+                m = None
+                for m in _PROSE_STAGE_RE.finditer(text):
+                    pass
                 if m:
                     found = (m.lastgroup, Fact(lineno, text, f"the person says it happened {_PROSE_SAYS[m.lastgroup]}"))
                     on_oom = oom_here

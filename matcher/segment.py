@@ -81,6 +81,9 @@ CUES = {
         # MQLLMEngine logs an exception's repr (OutOfMemoryError('Error in model execution ...')) only from
         # the loops it runs once start-up is over (engine.py start(), client.py _set_errored; 0.6.3.post1, 0.7.1)
         "Error('Error in model execution",
+        # V1 dumps the scheduler's output when a model step fails (dump_input.py, from the engine core's
+        # step): there is a scheduler output only once requests are being served
+        "Dumping scheduler output for model execution",
         "execute_model", "output_handler", "EngineCore encountered a fatal error", "run_busy_loop",
         "step_with_batch_queue", "engine_step", "_run_engine", "POST /v1/", "Background loop has errored",
         "EngineDeadError", "Engine loop is not running", "wake_up", "cumem_allocator",
@@ -312,7 +315,7 @@ def parse(lines: list[tuple[int, str]]) -> list[tuple]:
                 for part in unflatten(piece):
                     _parse_one(parsed, lineno, part)
             continue
-        if len(raw) >= UNFLATTEN_MIN and raw.count(".py") >= 2:
+        if len(raw) >= UNFLATTEN_MIN and (raw.count(".py") >= 2 or raw.lstrip().startswith('File "')):
             parts = unflatten(raw)
             if len(parts) > 1:
                 for part in parts:
@@ -390,7 +393,8 @@ def unflatten(line: str) -> list[str]:
               if not line.startswith(_CHAIN_HEADS, m.start() + 1)
               or not _HEAD_END_RE.search(line, max(0, m.start() - 8), m.start() + 1)]
     frames = line.count('File "')
-    if len(starts) + frames < 2:
+    # (one frame, its source and the exception glued after it, as a web page shows "Error Message")
+    if len(starts) + frames < 2 and not (frames == 1 and line.lstrip().startswith('File "')):
         return [line]
     out: list[str] = []
     for chunk in _cut(line, starts):

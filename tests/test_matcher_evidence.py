@@ -491,3 +491,17 @@ def test_a_person_quoting_zero_gpu_blocks_is_no_room_for_the_cache():
     assert _likely([said]) == ["no-memory-for-cache-blocks"]
     assert _likely(["INFO 09-30 15:27:08 gpu_executor.py:1] # GPU blocks: 0, # CPU blocks: 512"]) == ["no-memory-for-cache-blocks"]
     assert _likely(["I got GPU blocks 7877, so it should fit"]) == []
+
+
+def test_an_account_in_time_order_names_the_step_it_failed_in_last():
+    said = ("The model loads fine. The server starts, healthcheck passes. Then you send your first request "
+            "and the whole thing crashes with a CUDA OOM")
+    assert _likely([said, "vllm serve Qwen/Qwen3.5-35B-A3B"]) == ["cuda-oom-during-serving"]
+
+
+def test_insufficient_memory_in_the_persons_words_is_their_oom():
+    said = ["GPU: NVIDIA GeForce RTX 4060 Laptop (8GB VRAM)",
+            "The current configuration fails during CUDA graph capture due to insufficient free memory."]
+    assert _likely(said) == ["cuda-oom-during-cudagraph-capture"]
+    # the KV cache's own shortage is the KV entries'
+    assert "cuda-oom-during-startup" not in _likely(["vLLM fails at start-up: not enough memory for the KV cache on the GPU"])

@@ -252,3 +252,20 @@ def test_a_wrapper_saying_initialization_failed_is_start_up(wrapper):
     assert report.root_cause == "cuda-oom-during-startup"
     report, _ = top("RuntimeError: Orchestrator request failed: " + TORCH_OOM.split(": ", 1)[1] + "\n")
     assert report.root_cause is None  # a wrapper that names no step says nothing of the stage
+
+
+def test_one_frame_with_its_exception_glued_on_one_line_is_read_as_a_traceback():
+    # a web page's "Error Message": the frame, its source, "...", then PyTorch's OOM, on one line
+    line = ('File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_worker.py", line 381, in '
+            "determine_available_memory cudagraph_memory_estimate = self.model_runner.profile_cudagraph_memory() ... "
+            + TORCH_OOM + "\n")
+    report, _ = top(line)
+    assert report.root_cause == "cuda-oom-during-cudagraph-capture"
+
+
+def test_v1s_scheduler_output_dump_is_serving():
+    # V1 dumps the scheduler's output only when a step of serving fails
+    text = ("ERROR 03-09 21:56:25 [dump_input.py:79] Dumping scheduler output for model execution: SchedulerOutput("
+            "scheduled_new_reqs=[], num_scheduled_tokens={chatcmpl-1: 1}, total_num_scheduled_tokens=1)\n" + TORCH_OOM + "\n")
+    report, _ = top(text)
+    assert report.root_cause == "cuda-oom-during-serving"

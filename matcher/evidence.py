@@ -947,11 +947,11 @@ def _callee_hints(sc: Scanner, frame: tuple, where: str, cut: Fact, stage_entrie
     if not allocates and not phase_table and _vllm_frame(frame[2]) \
             and any(p in frame[2].replace("\\", "/") for p in _COMPUTE_PATHS):
         allocates = True
-    # ... and when the traceback goes on below it into PyTorch's own code (a module's forward, a CUDA
-    # graph's capture): that code allocates, whatever the table says this function's callees raise
+    # ... and when the traceback goes on below it into PyTorch's or Triton's own code (a module's forward,
+    # a CUDA graph's capture, a kernel launch): that code allocates, whatever the table says of its callees
     if not allocates and not phase_table and frame in sc.last_tb:
         below = sc.last_tb[sc.last_tb.index(frame) + 1:]
-        allocates = any("/torch/" in f[2].replace("\\", "/") for f in below)
+        allocates = any(p in f[2].replace("\\", "/") for f in below for p in _RUNTIME_PATHS)
     # V1's API server process runs no model: the engine allocates in its own process (EngineCore), so a
     # traceback in the API server is no device OOM, whatever the static call graph reaches
     api = sc.tb_api and not phase_table and allocates

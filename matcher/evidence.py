@@ -207,8 +207,8 @@ _PROSE_LINES_MAX = 256  # lines of a person's words kept for prose_stage
 _PROSE_STAGE_GATES = ("load", "initiali", "start", "launch", "captur", "graph", "while", "when", "during", "after", "warm",
                       "before", "flight", "erving", "profil", "logprobs", "long", "send", "加载", "启动", "初始化", "推理", "生成", "并发", "请求",
                       "访问")
-_PROSE_SAYS = {"startup": "at start-up (their words)", "cudagraph": "during CUDA-graph capture (their words)",
-               "serving": "while serving (their words)"}
+_WHEN = {"startup": "at start-up", "cudagraph": "during CUDA-graph capture", "serving": "while serving"}
+_PROSE_SAYS = {st: f"{when} (their words)" for st, when in _WHEN.items()}
 # "killed by Kubernetes when memory crosses the limit", "经常oom直接被kill了", "the memory monitor kills the actor"
 _DEVICE_OOM_RE = Lazy(r"\b(?:CUDA|HIP|NPU|XPU|GPU|HPU|[Dd]evice)\b")
 _PROSE_KILL_RE = Lazy(r"(?i)(?<![a-z])kill(?:s|ed)?(?![a-z])|\bOOMKilled\b|杀")  # 被系统OOM杀进程: killed by the system's OOM
@@ -1150,11 +1150,9 @@ def phase_hints(sc: Scanner, stage_entries: dict) -> list[Hint]:
             # an accelerator's OOM they tell of and no step at all: most real ones happen at start-up
             # (the corpus's counts: callees.json weights), so that is the best guess, and says so
             weights = sc.callees.get("weights", {})
-            ranked = sorted(("startup", "cudagraph", "serving"),
-                            key=lambda st: -weights.get(stage_entries.get(st) or _DEFAULT_OOM[st], 0))
-            at = ranked[0]
+            at = max(_WHEN, key=lambda st: weights.get(stage_entries.get(st) or _DEFAULT_OOM[st], 0))
             where = Fact(None, "", f"no step of the run is in the paste; most real out-of-memory errors happen "
-                                   f"{_PROSE_SAYS[at].split(' (')[0]}, so that is a guess")
+                                   f"{_WHEN[at]}, so that is a guess")
     if at is None:
         return out
     oom = stage_oom(sc, stage_entries, at)

@@ -171,40 +171,37 @@ def test_a_cut_forward_pass_after_a_launch_command_takes_the_stage_the_person_na
     assert first("\n".join(launch + COMPUTE_TB)) == ("cuda-oom-during-startup", "likely")  # the launch alone: start-up
 
 
+def cut_tb(*frames: tuple[str, int, str, str]) -> str:
+    """A traceback cut after its last frame's source line: (path, line, function, source) per frame."""
+    lines = ["Traceback (most recent call last):"]
+    for path, line, func, source in frames:
+        lines += [f'  File "{path}", line {line}, in {func}', f"    {source}"]
+    return "\n".join(lines)
+
+
 def test_a_cut_in_a_layers_function_can_end_in_the_device_oom():
     # `apply` (a quantisation method's) reaches few entries by name, but a layer's forward code
     # allocates its outputs: PyTorch's OOM is an answer there too, and the commonest
-    text = "\n".join([
-        "Traceback (most recent call last):",
-        '  File "/x/site-packages/vllm/model_executor/layers/linear.py", line 367, in forward',
-        "    output_parallel = self.quant_method.apply(self, input_, bias)",
-        '  File "/x/site-packages/vllm/model_executor/layers/linear.py", line 135, in apply',
-        "    return F.linear(x, layer.weight, b",
-    ])
+    text = cut_tb(("/x/site-packages/vllm/model_executor/layers/linear.py", 367, "forward",
+                   "output_parallel = self.quant_method.apply(self, input_, bias)"),
+                  ("/x/site-packages/vllm/model_executor/layers/linear.py", 135, "apply", "return F.linear(x, layer.weight, b"))
     assert first(text) == ("cuda-oom-during-startup", "likely")
 
 
 def test_a_call_on_pytorchs_own_line_is_not_vllms_function_of_that_name():
     # torch.autograd.Function.apply's source line calls super().apply: PyTorch's, not the `apply` of
     # vLLM's quantisation methods; the cut is in the model's forward code, below which PyTorch allocates
-    text = "\n".join([
-        "Traceback (most recent call last):",
-        '  File "/x/dist-packages/vllm/model_executor/layers/fla/ops/chunk.py", line 230, in chunk_gated_delta_rule',
-        "    o, final_state = ChunkGatedDeltaRuleFunction.apply(",
-        '  File "/x/dist-packages/torch/autograd/function.py", line 596, in apply',
-        "    return super().apply(*args, **kwargs)  # type: ignore[misc]",
-    ])
+    text = cut_tb(("/x/dist-packages/vllm/model_executor/layers/fla/ops/chunk.py", 230, "chunk_gated_delta_rule",
+                   "o, final_state = ChunkGatedDeltaRuleFunction.apply("),
+                  ("/x/dist-packages/torch/autograd/function.py", 596, "apply",
+                   "return super().apply(*args, **kwargs)  # type: ignore[misc]"))
     assert first(text) == ("cuda-oom-during-startup", "likely")
 
 
 def test_a_cut_in_pytorchs_cuda_graph_module_is_a_capture_oom():
-    text = "\n".join([
-        "Traceback (most recent call last):",
-        '  File "/x/site-packages/vllm/compilation/backends.py", line 677, in __call__',
-        "    with torch.cuda.graph(cudagraph, pool=self.graph_pool):",
-        '  File "/x/site-packages/torch/cuda/graphs.py", line 186, in __exit__',
-        "    self.cuda_graph.capture_end()",
-    ])
+    text = cut_tb(("/x/site-packages/vllm/compilation/backends.py", 677, "__call__",
+                   "with torch.cuda.graph(cudagraph, pool=self.graph_pool):"),
+                  ("/x/site-packages/torch/cuda/graphs.py", 186, "__exit__", "self.cuda_graph.capture_end()"))
     assert first(text) == ("cuda-oom-during-cudagraph-capture", "likely")
 
 

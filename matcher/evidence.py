@@ -177,8 +177,13 @@ _DIED_RE = Lazy(r"EngineDeadError|RayActorError|ActorDiedError|WorkerProc\w* die
 
 # the person's own words: "I get OOM", "runs out of memory", 显存不足 / 显存溢出 ("not enough GPU memory")
 def _says_oom_gate(text: str) -> bool:
-    """A substring every _SAYS_OOM_RE match holds (most lines hold none: the regex need not compile)."""
-    return "OOM" in text or "oom" in text or "Oom" in text or "emory" in text or "EMORY" in text or "显存" in text
+    """Substrings every _SAYS_OOM_RE match holds (most lines hold none: the regex need not compile; a line
+    that only says "memory", such as PyTorch's NUMA warning, does not open it)."""
+    if "显存" in text:
+        return True
+    low = text.lower()
+    return "oom" in low or "out of memory" in low or "outofmemory" in low or (
+        "memory" in low and ("insufficient" in low or "not enough" in low))
 
 
 _SAYS_OOM_RE = Lazy(r"(?i)(?<![a-z])OOMs?(?![a-z])|out of memory|OutOfMemory|显存不足|显存溢出|爆显存"
@@ -623,7 +628,8 @@ class Scanner:
         cur = self.current
         if level is None and _says_oom_gate(text) and _SAYS_OOM_RE.search(text) and not _raises(text):
             cur.says_oom = Fact(lineno, text, "the person who pasted this says it ran out of memory")
-        if ("mem" in text or "MEM" in text) and self.says_space is None and _SAYS_SPACE_RE.search(text):
+        if self.says_space is None and ("mem" in text or "MEM" in text) \
+                and ("smem" in text.lower() or "vmem" in text.lower()) and _SAYS_SPACE_RE.search(text):
             self.says_space = Fact(lineno, text, "names a TPU on-chip memory space (SMEM/VMEM)")
         named = False
         for words, eid, rx, says in _SAYS_LINES:
@@ -649,7 +655,9 @@ class Scanner:
         if len(self._prose_lines) < _PROSE_LINES_MAX and any(w in low for w in _PROSE_STAGE_GATES):
             self._prose_lines.append((lineno, text, oom_here))
             self._prose_read = False
-        if "kv" in low and self.says_kv is None and _PROSE_KV_RE.search(text):
+        # (every _PROSE_KV_RE match names "kv cache", "kv-cache" or "kvcache": an identifier such as
+        # _check_enough_kv_cache_memory on a source line does not open the regex)
+        if self.says_kv is None and ("kv cache" in low or "kv-cache" in low or "kvcache" in low) and _PROSE_KV_RE.search(text):
             self.says_kv = Fact(lineno, text, "the person says the KV cache had too little memory")
         if self.says_host is None and _PROSE_HOST_RE.search(text):
             self.says_host = Fact(lineno, text, "the person names the host's memory")

@@ -856,7 +856,11 @@ class Matcher:
         def words(text: str) -> set[str]:
             return {w for w in re.findall(r"[a-z][a-z0-9_'-]{3,}", text.lower()) if w not in _COMMON_WORDS}
 
-        said = set().union(*(words(f.text + " " + f.says) for f in facts)) or {""}
+        # the log's lines and what each says; a fact with no line is our own request for more, and what a
+        # person's words "say" is our gloss of them: neither tells the entries apart
+        said = set().union(*(words(f.text if f.line is None or f.says.startswith("the person") else f.text + " " + f.says)
+                             for f in facts)) or {""}
+        weights = self.index.get("callees", {}).get("weights", {})
         scored = []
         for ei, entry in enumerate(self.entries):
             if entry["category"] != category:
@@ -869,7 +873,8 @@ class Matcher:
             scored.append((fit, entry["id"]))
         if not scored:
             return []
-        scored.sort(key=lambda t: (-t[0], t[1]))
+        # on a tie, the entry real pastes show most often (the corpus's counts)
+        scored.sort(key=lambda t: (-t[0], -weights.get(t[1], 0), t[1]))
         # a second entry only when it fits about as well as the first
         return [eid for fit, eid in scored[:keep] if fit >= scored[0][0] - CATEGORY_CLOSE]
 
@@ -977,7 +982,7 @@ CUT_ANCHOR = 16  # literal characters of a wording a cut last line must hold, af
 _CUT_CLASS_RE = Lazy(r"^[a-z_][\w]*(?:\.[a-z_]\w*)*\.[A-Z]\w{2,}$")
 
 _COMMON_WORDS = {"this", "that", "with", "what", "from", "when", "were", "which", "there", "their", "sends", "says",
-                 "process", "memory", "engine", "worker", "error"}
+                 "process", "memory", "engine", "worker", "error", "vllm"}
 CATEGORY_CLOSE = 5.0  # points of fit within which a category's second entry is shown as well
 _STAGE_WORDS = {"startup": "start-up", "cudagraph": "CUDA-graph capture", "serving": "serving"}
 

@@ -186,7 +186,7 @@ def _says_oom_gate(text: str) -> bool:
         "memory" in low and ("insufficient" in low or "not enough" in low))
 
 
-_SAYS_OOM_RE = Lazy(r"(?i)(?<![a-z])OOMs?(?![a-z])|out of memory|OutOfMemory|显存不足|显存溢出|爆显存"
+_SAYS_OOM_RE = Lazy(r"(?i)(?<![a-z])OOM(?:s|ed|ing|'d)?(?![a-z])|out of memory|OutOfMemory|显存不足|显存溢出|爆显存"
                     # "fails ... due to insufficient free memory", "not enough GPU memory" (the KV cache's own
                     # shortage is _PROSE_KV_RE's)
                     r"|\b(?:insufficient|not enough) (?:free |gpu |device |cuda |vram )?memory\b(?! (?:for|in) (?:the )?kv)")
@@ -204,7 +204,7 @@ _PROSE_STAGE_RE = Lazy(r"(?i)(?P<startup>\bwhile (?:the )?model is loading|\bloa
                        r"|(?P<serving>\b(?:while|when|during) (?:\w+ ){0,3}?(?:serving|generating|inference|rollout|decoding|decode|prefill|benchmarking|evaluat(?:e|es|ing|ion)|benchmarks?)\b|\bduring (?:the )?(?:generation|decode|evaluation|benchmark)\b|\bunder (?:\w+ )?load\b|\bsaturating load\b|\bin-flight requests?\b|^\s*serving\b|\bafter (?:running for |serving for )?(?:some|a few|several|many|\d+) (?:requests|hours|minutes)\b"
                        r"|\bafter (?:the )?(?:server )?(?:(?:a )?successful(?:ly)? )?(?:start-?up|starting|launch(?:ing)?|it (?:starts|started)|started)\b"
                        r"|\bduring (?:load[ -]?test(?:ing)?|benchmark(?:ing)?)\b|\bsend(?:s|ing)? (?:a |an |the |many |some |\d+ )?(?:[\w-]+ ){0,2}?(?:prompts?|requests?|quer(?:y|ies))\b"
-                       r"|\b(?:prompt_)?logprobs\b|\b(?:input|prompt|request) is (?:excessively |too |very )?long\b|推理时|推理过程|生成时|并发|请求数|访问次数|发送请求|处理请求)")
+                       r"|\b(?:prompt_)?logprobs\b|\b(?:accept|process|handl)(?:s|e|es|ed|ing)? (?:new |incoming |more )?requests\b|\b(?:input|prompt|request) is (?:excessively |too |very )?long\b|推理时|推理过程|生成时|并发|请求数|访问次数|发送请求|处理请求)")
 # "insufficient KV cache memory", "not enough KV cache", "the KV cache is too small"
 _PROSE_KV_RE = Lazy(r"(?i)\b(?:insufficient|not enough|too little|no available)\b[^.]{0,30}?\bkv[ -]?cache\b"
                     r"|\bkv[ -]?cache\b[^.]{0,30}?\b(?:is too small|too small|not enough|insufficient)\b")
@@ -220,7 +220,9 @@ _PROSE_KILL_RE = Lazy(r"(?i)(?<![a-z])kill(?:s|ed)?(?![a-z])|\bOOMKilled\b|杀")
 _PROSE_MEM_RE = Lazy(r"(?i)\bmemory\b|\bRAM\b|内存|(?<![a-z])oom(?![a-z])")
 # the person's words naming the host's memory (free -h, RAM, system memory, a size no accelerator has)
 # or the device's: an OOM they tell of with only the host's named is the host's
-_PROSE_HOST_RE = Lazy(r"(?i)\bfree -[hmg]\b|\b(?:host|system|cpu|main)\s+(?:memory|ram)\b|\bRAM\b|\bswap\b"
+_PROSE_HOST_RE = Lazy(r"(?i)\bfree -[hmg]\b|\b(?:host|system|cpu|main)\s+(?:memory|ram)\b|(?<!gpu )(?<!cuda )(?<!video )\bRAM\b"
+                      # vLLM's CPU backend keeps weights and KV cache in the host's memory
+                      r"|\bvllm[- ]cpu\b|\bcpu (?:pod|backend|node|instance|container)s?\b"
                       r"|\b\d+(?:\.\d+)?\s?TB\b|内存")
 _PROSE_DEVICE_RE = Lazy(r"(?i)(?:(?<![a-z])|(?<=\dx))(?:gpus?|cuda|vram|hbm|npus?|xpus?|tpus?|a100|a800|h100|h800|h200|h20|b200"
                         r"|a10g?|l40s?|l4|t4|v100|rtx|mi[23]\d\dx?|910b\d?)(?![a-z])|device memory|显存|显卡")
@@ -234,14 +236,16 @@ _LOG_DEVICE_RE = Lazy(
     r"(?P<npu>vllm[_-]ascend|torch_npu|\bNPUs?\b|\bnpu\b|\bAscend|(?<![0-9])910[BbCc]\d?(?![0-9A-Za-z])|\bAtlas \d{3}|NZ format"
     # the platform's own environment variables (an `export` block, a pod spec)
     r"|PYTORCH_NPU_ALLOC_CONF|ASCEND_RT_VISIBLE_DEVICES|VLLM_ASCEND_\w+|\bHCCL_\w+)"
-    r"|(?P<xpu>\bXPUs?\b|\bxpu\b|_xpu_|intel_extension_for_pytorch|\bipex\b|ipex[-_]llm|Intel\(R\) Arc|\bArc (?:A\d{3}|Pro|B\d{2})|level_zero"
+    r"|(?P<xpu>\bXPUs?\b|\bxpu\b|_xpu_|intel_extension_for_pytorch|\bipex\b|ipex[-_]llm|Intel\(R\) Arc"
+    # Intel's Arc GPUs as people write them ("on 4 Arc", "2Arc", "Arc A770"); not "ARC" (a benchmark) nor "arc_easy"
+    r"|(?<![A-Za-z])Arc(?![A-Za-z_-])|level_zero"
     r"|\b[Ii]ntel[-_ ]?[Gg][Pp][Uu]s?\b|\bZE_AFFINITY_MASK|\bSYCL_\w+)"
     r"|(?P<hpu>[Hh]abana|\bGaudi|\bHPUs?\b|\bhpu\b|synStatus|vllm[_-]gaudi|PT_HPU)"
     r"|(?P<tpu>torch_xla|\bTPUs?\b|\btpu\b|libtpu|tpu_inference|PJRT_DEVICE=TPU)")
 
 # literals one of which every _LOG_DEVICE_RE match holds (a bare lowercase word after a non-letter:
 # "input" and "output" hold "npu" and "tpu"); searched first, since most lines name no device
-_DEVICE_GATE_RE = Lazy(r"NPU|XPU|HPU|TPU|xpu|scend|910|Atlas|NZ format|ipex|Arc |level_zero|abana|audi|synStatus|xla|ntel[-_ ]?[Gg][Pp][Uu]"
+_DEVICE_GATE_RE = Lazy(r"NPU|XPU|HPU|TPU|xpu|scend|910|Atlas|NZ format|ipex|Arc|level_zero|abana|audi|synStatus|xla|ntel[-_ ]?[Gg][Pp][Uu]"
                        r"|torch_npu| npu|npu:|'npu|hpu_|_hpu| hpu|tpu_|libtpu| tpu|_NPU_|ASCEND|HCCL_|ZE_AFFINITY|SYCL_")
 
 # A worker that reports the method it was running when it failed (V0's multiproc workers, the
@@ -1154,7 +1158,7 @@ def phase_hints(sc: Scanner, stage_entries: dict) -> list[Hint]:
         dev = sc.device()
         if dev is not None and stage_entries.get("device:" + dev):
             at, where = "startup", Fact(None, "", f"the log names the {dev.upper()}: its out-of-memory error is one entry at any stage")
-        elif (sc.says_device or sc.devices or sc.gpu_platform) and sc.says_host is None:
+        elif (sc.says_device or sc.devices or sc.gpu_platform or sc.vllm_seen) and sc.says_host is None:
             # an accelerator's OOM they tell of and no step at all: most real ones happen at start-up
             # (the corpus's counts: callees.json weights), so that is the best guess, and says so
             weights = sc.callees.get("weights", {})

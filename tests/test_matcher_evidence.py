@@ -505,3 +505,48 @@ def test_insufficient_memory_in_the_persons_words_is_their_oom():
     assert _likely(said) == ["cuda-oom-during-cudagraph-capture"]
     # the KV cache's own shortage is the KV entries'
     assert "cuda-oom-during-startup" not in _likely(["vLLM fails at start-up: not enough memory for the KV cache on the GPU"])
+
+
+def _likely_ids(text: str) -> list[str]:
+    """What kbmatch shows at least likely for a whole paste (the engine sets whether vLLM is named)."""
+    return [m.id for m in matcher().match(text).matches if m.confidence in ("confident", "likely")]
+
+
+def test_gpu_ram_and_vllms_swap_space_are_not_the_hosts_memory():
+    # "CUDA RAM" / "GPU RAM" is the device's memory; "swap" in a vLLM thread is mostly its --swap-space
+    said = "VLLM fails with the same OOM error on a 4xL4 (4 x 24 GB CUDA RAM) instance"
+    assert _likely_ids(said) == ["cuda-oom-during-startup"]
+    said = "vLLM on an RTX 4060 TI 16GB always gives out of memory, even after I reduced the size of the swap"
+    assert _likely_ids(said) == ["cuda-oom-during-startup"]
+    # the host's RAM named: not the device's guess
+    assert "cuda-oom-during-startup" not in _likely_ids("vLLM gives OOM on the GPU box, it has 64GB of RAM")
+
+
+def test_an_oom_told_in_a_vllm_paste_with_no_device_named_is_the_commonest_stage_as_a_guess():
+    said = "After setting max-model-len to 8192 the OOM in vLLM went away."
+    got = [m for m in matcher().match(said).matches if m.confidence == "likely"]
+    assert [m.id for m in got] == ["cuda-oom-during-startup"]
+    assert any("a guess" in f.says for f in got[0].evidence)
+    assert _likely_ids("After setting a smaller batch the OOM went away.") == []  # vLLM named nowhere
+
+
+def test_an_oom_on_vllms_cpu_backend_is_the_hosts_memory():
+    got = _likely_ids("- The vllm cpu pod for llm crashes intermittently due to OOM.\n- At 150G it is stable.")
+    assert got and got[0] == "host-oom-killer"  # the host entry real pastes show most, on a tie of words
+
+
+def test_a_server_that_no_longer_accepts_requests_was_serving():
+    said = "When the model crashes due to OOM, it is no longer able to accept new requests. vLLM v0.4.3"
+    assert _likely_ids(said) == ["cuda-oom-during-serving"]
+
+
+def test_oomed_is_their_oom():
+    said = "vllm serve --max-num-seqs 4 (was vLLM default 256). At the default, sampler warmup OOMed after KV alloc."
+    assert _likely_ids(said) == ["cuda-oom-during-startup"]
+
+
+def test_intel_arc_as_people_write_it_is_the_xpu():
+    assert _scan_with_table(["Faced OOM on Arc with 6k input with VLLM serving, Qwen1.5-32B on 4 ARC"]).device() == "xpu"
+    assert _scan_with_table(["Model: Qwen1.5-14 on 2Arc"]).device() == "xpu"
+    # the ARC benchmark and lm-eval's arc_easy task are no GPU
+    assert _scan_with_table(["lm_eval --tasks arc_easy,ARC-Challenge failed: CUDA out of memory"]).device() is None

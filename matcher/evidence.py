@@ -204,7 +204,7 @@ _PROSE_STAGE_RE = Lazy(r"(?i)(?P<startup>\bwhile (?:the )?model is loading|\bloa
                        r"|(?P<serving>\b(?:while|when|during) (?:\w+ ){0,3}?(?:serving|generating|inference|rollout|decoding|decode|prefill|benchmarking|evaluat(?:e|es|ing|ion)|benchmarks?)\b|\bduring (?:the )?(?:generation|decode|evaluation|benchmark)\b|\bunder (?:\w+ )?load\b|\bsaturating load\b|\bin-flight requests?\b|^\s*serving\b|\bafter (?:running for |serving for )?(?:some|a few|several|many|\d+) (?:requests|hours|minutes)\b"
                        r"|\bafter (?:the )?(?:server )?(?:(?:a )?successful(?:ly)? )?(?:start-?up|starting|launch(?:ing)?|it (?:starts|started)|started)\b"
                        r"|\bduring (?:load[ -]?test(?:ing)?|benchmark(?:ing)?)\b|\bsend(?:s|ing)? (?:a |an |the |many |some |\d+ )?(?:[\w-]+ ){0,2}?(?:prompts?|requests?|quer(?:y|ies))\b"
-                       r"|\b(?:prompt_)?logprobs\b|\b(?:accept|process|handl)(?:s|e|es|ed|ing)? (?:new |incoming |more )?requests\b|\b(?:input|prompt|request) is (?:excessively |too |very )?long\b|推理时|推理过程|生成时|并发|请求数|访问次数|发送请求|处理请求)")
+                       r"|\b(?:prompt_)?logprobs\b|\b(?:accept|process|handl)(?:s|e|es|ed|ing)? (?:new |incoming |more )?requests\b|\b(?:at|during) run-?time\b|\b(?:input|prompt|request) is (?:excessively |too |very )?long\b|推理时|推理过程|生成时|并发|请求数|访问次数|发送请求|处理请求)")
 # "insufficient KV cache memory", "not enough KV cache", "the KV cache is too small"
 _PROSE_KV_RE = Lazy(r"(?i)\b(?:insufficient|not enough|too little|no available)\b[^.]{0,30}?\bkv[ -]?cache\b"
                     r"|\bkv[ -]?cache\b[^.]{0,30}?\b(?:is too small|too small|not enough|insufficient)\b")
@@ -224,6 +224,9 @@ _PROSE_HOST_RE = Lazy(r"(?i)\bfree -[hmg]\b|\b(?:host|system|cpu|main)\s+(?:memo
                       # vLLM's CPU backend keeps weights and KV cache in the host's memory
                       r"|\bvllm[- ]cpu\b|\bcpu (?:pod|backend|node|instance|container)s?\b"
                       r"|\b\d+(?:\.\d+)?\s?TB\b|内存")
+# an out-of-memory they pin on the host: "CPU Out of Memory", "RAM OOM", "out of host memory", 内存oom / 内存不足
+_HOST_OOM_RE = Lazy(r"(?i)\b(?:cpu|host|system|ram)[ -]?(?:memory )?(?:out of memory|oom(?:ed|s)?\b)|\bout of (?:host |system |cpu )(?:memory|ram)\b"
+                    r"|\bout of ram\b|(?<!显)内存\s*(?:oom|溢出|不足|爆)")
 _PROSE_DEVICE_RE = Lazy(r"(?i)(?:(?<![a-z])|(?<=\dx))(?:gpus?|cuda|vram|hbm|npus?|xpus?|tpus?|a100|a800|h100|h800|h200|h20|b200"
                         r"|a10g?|l40s?|l4|t4|v100|rtx|mi[23]\d\dx?|910b\d?)(?![a-z])|device memory|显存|显卡")
 # a TPU's on-chip memory spaces (XLA's SMEM and VMEM), named by the person or the log
@@ -1131,10 +1134,14 @@ def phase_hints(sc: Scanner, stage_entries: dict) -> list[Hint]:
         return out
     if said is None or (sc.other_program and not sc.vllm_seen):
         return out  # (another program's paste: its "out of memory" says nothing of vLLM's stages)
-    if sc.says_host is not None and not sc.says_device and sc.device_oom is None and not sc.devices \
-            and not sc.gpu_platform and cut is None:
-        # an out-of-memory they tell of, naming the host's memory and no accelerator anywhere
-        out.append(Hint(HOST_MEMORY, "likely", [said, sc.says_host,
+    host_oom = "mem" in said.text.lower() or "ram" in said.text.lower() or "内存" in said.text
+    host_oom = host_oom and _HOST_OOM_RE.search(said.text) is not None
+    if (host_oom or (sc.says_host is not None and not sc.says_device and not sc.devices and not sc.gpu_platform)) \
+            and sc.device_oom is None and cut is None:
+        # an out-of-memory they tell of as the host's ("CPU out of memory", 内存oom), or naming the host's
+        # memory and no accelerator anywhere
+        out.append(Hint(HOST_MEMORY, "likely", [said, sc.says_host if not host_oom else
+                                                Fact(said.line, said.text, "the person says the host's memory ran out"),
                                                 Fact(None, "", "no error line is in the paste: paste the lines where it failed to tell")], 1.0))
         return out
     # where it was: the traceback's frames, the log's last step, a start-up line with no later step,

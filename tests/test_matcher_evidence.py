@@ -538,6 +538,8 @@ def test_an_oom_on_vllms_cpu_backend_is_the_hosts_memory():
 def test_a_server_that_no_longer_accepts_requests_was_serving():
     said = "When the model crashes due to OOM, it is no longer able to accept new requests. vLLM v0.4.3"
     assert _likely_ids(said) == ["cuda-oom-during-serving"]
+    said = "vLLM's profile_run skipped the encoder, over-allocated the KV cache, and OOM'd at runtime once the encoder ran."
+    assert _likely_ids(said) == ["cuda-oom-during-serving"]
 
 
 def test_oomed_is_their_oom():
@@ -550,3 +552,11 @@ def test_intel_arc_as_people_write_it_is_the_xpu():
     assert _scan_with_table(["Model: Qwen1.5-14 on 2Arc"]).device() == "xpu"
     # the ARC benchmark and lm-eval's arc_easy task are no GPU
     assert _scan_with_table(["lm_eval --tasks arc_easy,ARC-Challenge failed: CUDA out of memory"]).device() is None
+
+
+def test_an_oom_the_person_pins_on_the_host_is_the_hosts_though_a_gpu_is_named():
+    assert _likely(["8xH100, MEM = 2TB", "使用EasyR1训练qwen2.5-vl-7b则出现内存oom。"]) == ["category:host-memory"]
+    assert _likely(["On 8 A100 GPUs the run crashed with a 'CPU Out of Memory' error."]) == ["category:host-memory"]
+    # the device's memory (显存) or a plain OOM on a named GPU stays the device's
+    assert _likely(["8xH100", "使用EasyR1训练则出现显存oom。"]) != ["category:host-memory"]
+    assert _likely(["On 8 A100 GPUs the run crashed with an OOM."]) != ["category:host-memory"]

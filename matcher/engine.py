@@ -676,14 +676,15 @@ class Matcher:
         primary = [m for m in conf if m.category != "engine-wrapper"]
         last = max((r.startup for r in records), default=0)
         not_memory = None
+        other_error = False  # an error in view that no entry claims: the engine died of that
         if not primary:
             not_memory = _non_memory_root(unmatched, last)
+            other_error = not_memory is not None or any(r.startup == last for r in uncovered)
             # a wrapper ("EngineCore failed to start") says the engine died, not why: it is claimed
             # only when the log shows a memory error, and never over a visible non-memory one
             # nor over a memory error in view that no entry covers (the wrapper would stand in for it)
             # nor over a host-RAM kill, which the host-memory entries explain (the wrapper only reports it)
-            if not_memory is not None or not _memory_words(records) or any(r.startup == last for r in uncovered) \
-                    or host_facts(scanner):
+            if other_error or not _memory_words(records) or host_facts(scanner):
                 for m in [m for m in conf if m.category == "engine-wrapper"]:
                     _demote(m, "possible")
                     possible[m.id] = m
@@ -704,6 +705,8 @@ class Matcher:
                 not_memory = None  # the error the paste stops in is this entry's, not another one
             values = scanner.values() | fill.context_values(_context_text(context, last))
             likely = self._from_evidence(scanner, not_memory is not None, global_stage, values)
+            if cut_line is not None and cut_line.category == "engine-wrapper" and other_error:
+                _demote(cut_line, "possible")  # a cut wrapper line below an error no entry claims: it died of that
             if cut_line is not None:
                 likely = [cut_line] + [m for m in likely if m.id != cut_line.id]
             for m in likely:

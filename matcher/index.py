@@ -17,7 +17,7 @@ import re
 import sys
 
 # Bump when normalise(), the index layout or what is derived at build time changes.
-FORMAT = 27
+FORMAT = 28
 # whose texts only a vLLM run prints: vLLM's Python and C++ code (an invented text is no one's)
 VLLM_ORIGINS = frozenset(("vllm", "vllm-csrc", "invented"))
 INDEX_NAME = ".index.marshal"
@@ -121,9 +121,10 @@ def signature_record(entry: int, sig_id: str, exception: str | None, level: str 
 
 def finish(index: dict) -> dict:
     """Derived, KB-wide parts: the word bit masks and the signature groups of the prefilter."""
-    from .score import groups, token_masks
+    from .score import groups, subject_words, token_masks
 
     index["vocab"] = token_masks(index["signatures"])
+    subject_words(index["signatures"])
     index["groups"] = groups(index["signatures"])
     return index
 

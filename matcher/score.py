@@ -69,6 +69,12 @@ def meaning_differs(line: str, sig: dict) -> str | None:
         return f"its memory space is {'/'.join(sorted(lspace))}" + (f", not {'/'.join(sorted(sspace))}" if sspace else "")
     if sshort and not lshort:
         return "it does not say that memory ran out"
+    # a close text about another subject ("DeepGEMM backend is not available" for "UVA is not available"):
+    # most of the words that tell this wording's entry apart must be in the line
+    # (a line shorter than the wording may be it cut short, before its subject)
+    keys = sig.get("keys")
+    if keys and len(line) >= len(sig["norm"]) and not any(k in line for k in keys):
+        return f"it does not name {', '.join(keys[:3])}"
     # a wording that reports a failure, in a line as long that reports none ("it allocates memory for
     # the KV cache" is not "Failed to allocate memory for the KV cache"): a description, not the error
     # (a shorter line may be the wording cut before its failure words)
@@ -157,6 +163,28 @@ def token_masks(signatures: list[dict]) -> dict[str, int]:
             mask |= 1 << vocab.setdefault(t, len(vocab))
         s["mask"], s["ntok"] = mask, len(toks)
     return vocab
+
+
+_SUBJECT_RE = re.compile(r"[a-z][a-z0-9_]{2,}")
+SUBJECT_ENTRIES = 2  # a word of at most this many entries' wordings is one that tells its entries apart
+
+
+def subject_words(signatures: list[dict]) -> None:
+    """Give each signature its "keys": the words of its literal text that at most SUBJECT_ENTRIES entries'
+    wordings use (UVA, DeepGEMM, swap, SMEM): the subject the message is about. Common words ("is not
+    available", "memory") say what happened, not to what. Run at index build time."""
+    from .normalize import normalise
+
+    by_word: dict[str, set[int]] = {}
+    own = []
+    for s in signatures:
+        # the literal text normalised as a line is (paths, numbers masked): what a line can hold
+        words = set(_SUBJECT_RE.findall(normalise(" ".join(s.get("lits") or ()))))
+        own.append(words)
+        for w in words:
+            by_word.setdefault(w, set()).add(s["entry"])
+    for s, words in zip(signatures, own):
+        s["keys"] = sorted(w for w in words if len(by_word[w]) <= SUBJECT_ENTRIES)
 
 
 def groups(signatures: list[dict]) -> dict:

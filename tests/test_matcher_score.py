@@ -144,3 +144,34 @@ def test_a_sentence_that_reports_no_failure_is_not_a_failure_wording():
     from kvkb.matcher.score import meaning_differs
     sig = {"norm": "free memory on device (<n>/<n> gib) on startup is less than desired gpu memory utilization (<n>, <n> gib)."}
     assert meaning_differs("free memory on device (<n>/<n> gib) on startup.", sig) is None
+
+
+def test_a_close_text_about_another_subject_is_not_the_error():
+    # "DeepGEMM backend is not available" scores close to "UVA is not available"; the word that says
+    # what is not available (a word few entries' wordings use) is missing
+    from kvkb.matcher.score import meaning_differs
+    from matcher_helpers import matcher
+
+    uva = next(sg for sg in matcher().table.sigs if sg["norm"] == "uva is not available")
+    assert uva["keys"] == ["uva"]
+    assert "uva" in meaning_differs("deepgemm backend is not available or outdated.", uva)
+    assert meaning_differs("uva is not available.", uva) is None
+    # a line shorter than the wording may be it cut before its subject: not judged on that
+    kv = {"norm": "to serve at least one request with the models max seq len (<n>), (<n> gib kv cache is needed",
+          "keys": ["least", "request", "serve"]}
+    assert meaning_differs("<n> gib kv cache is needed", kv) is None
+    report = matcher().match("RuntimeError: DeepGEMM backend is not available or outdated.\n")
+    assert report.root_cause is None and not [m for m in report.matches if m.confidence != "possible"]
+    assert matcher().match("RuntimeError: UVA is not available\n").root_cause == "cpu-offload-requires-pinned-memory"
+
+
+def test_a_cut_wrapper_line_below_an_error_no_entry_claims_is_only_possible():
+    from matcher_helpers import matcher
+
+    tb = ("(EngineCore pid=1) ERROR [core.py:1136] EngineCore failed to start.\n"
+          "RuntimeError: DeepGEMM backend is not available or outdated.\n\n"
+          "RuntimeError: Engine core initialization failed. S")
+    assert [m.id for m in matcher().match(tb).matches if m.confidence != "possible"] == []
+    # the wrapper cut alone (nothing above it) is still the wrapper's entry, likely
+    alone = "RuntimeError: Engine core initialization failed. See root c"
+    assert [m.id for m in matcher().match(alone).matches if m.confidence == "likely"] == ["engine-dead-after-oom"]

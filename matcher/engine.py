@@ -970,7 +970,8 @@ _ERROR_WORDS = ("rror", "ERROR", "xception", "ailed", "FAILED", "Killed", "kille
 # (A traceback through another package's frames names its program by itself: evidence.frames_owner.)
 _OTHER_PROGRAMS = ("sglang", "tensorrt_llm", "tensorrt-llm", "trtllm", "ollama", "ggml", "llama.cpp", "llama_cpp",
                    "lmdeploy", "text_generation_server", "text-generation-inference", "mlc_llm", "exllama", "easydel",
-                   "maxtext", "train_step", "training_step", "deepspeed", "megatron")
+                   "maxtext", "train_step", "training_step", "deepspeed", "megatron", "keras", "mlx_lm", "mlx-lm",
+                   "mindie", "openvino")
 # Hugging Face transformers' JAX models (FlaxGemmaForCausalLM...): a program that is not vLLM (vLLM's own
 # JAX models, tpu-inference, are not named so)
 _HF_FLAX_RE = Lazy(r"\bflax[a-z0-9]+for(?:causallm|conditionalgeneration|seq2seqlm|maskedlm)")

@@ -87,6 +87,10 @@ _SAYS_LINES = (
         r"(?i)^(?=.*\btpus?\b)(?=.*\bhbm\b)(?=.*(?:out of|not enough|insufficient|fail|cannot|can't|unable|prevent|"
         r"exhaust|\boom\b|fragment))"),
      "the person says the TPU's HBM could not hold it"),
+    # in words: vLLM's "Available KV cache memory: -3.75 GiB" told as "negative space/memory for the KV cache"
+    ("negative", "no-memory-for-cache-blocks",
+     Lazy(r"(?i)\bnegative\b[^.]{0,40}?\bkv[ -]?cache\b|\bkv[ -]?cache\b[^.]{0,40}?\bnegative\b"),
+     "the person says the room left for the KV cache came out negative: no memory was left for it"),
     # Ray's memory monitor (Ray 2.x) lists the workers it considered and killed, each as "(Task: job ID=..,
     # lease ID=.., task name=.., .., pid=.., actual memory used=7.39GB, worker ID=..)": only that report
     # prints a worker's memory this way (its docs, "Limiting the memory usage")
@@ -183,25 +187,27 @@ def _says_oom_gate(text: str) -> bool:
         return True
     low = text.lower()
     return "oom" in low or "out of memory" in low or "outofmemory" in low or (
-        "memory" in low and ("insufficient" in low or "not enough" in low))
+        "memory" in low and ("insufficient" in low or "not enough" in low or "exhaust" in low))
 
 
 _SAYS_OOM_RE = Lazy(r"(?i)(?<![a-z])OOM(?:s|ed|ing|'d)?(?![a-z])|out of memory|OutOfMemory|显存不足|显存溢出|爆显存"
                     # "fails ... due to insufficient free memory", "not enough GPU memory" (the KV cache's own
                     # shortage is _PROSE_KV_RE's)
-                    r"|\b(?:insufficient|not enough) (?:free |gpu |device |cuda |vram )?memory\b(?! (?:for|in) (?:the )?kv)")
+                    r"|\b(?:insufficient|not enough) (?:free |gpu |device |cuda |vram )?memory\b(?! (?:for|in) (?:the )?kv)"
+                    # "it seems to exhaust all the available memory", "memory is exhausted"
+                    r"|\bexhaust(?:s|ed|ing)? (?:all |the |of )*(?:available |free |gpu |system |host |device )*memory\b|\bmemory (?:is |was |gets |got )?exhausted\b")
 # ... while sleep mode woke the engine up (the person's words: "wake up OOMs", "waking up")
 _SAYS_WAKE_RE = Lazy(r"(?i)(?<![a-z])wak(?:e[ _-]?up|ing up)")
 _NEAR = 3  # lines between the person's "OOM" and the step they name
 # the step a person names in words: (stage, regex) as named groups
-_PROSE_STAGE_RE = Lazy(r"(?i)(?P<startup>\bwhile (?:the )?model is loading|\bloading (?:[\w.-]+ ){0,3}?(?:model|weights|checkpoint)s?\b|\b(?:when|while) (?:i )?(?:(?:try|attempt)(?:ing)? to )?(?:initiali[sz]|start|launch|load|deploy)(?:e|es|ed|ing)?\b|\b(?:at|on|during) (?:the )?(?:server |engine |vllm |model )?start-?up\b"
+_PROSE_STAGE_RE = Lazy(r"(?i)(?P<startup>\bwhile (?:the )?model is loading|\bloading (?:[\w.-]+ ){0,3}?(?:model|weights|checkpoint)s?\b|\b(?:tensor|weight|model|checkpoint|shard)s? loading\b|\b(?:when|while) (?:i )?(?:(?:try|attempt)(?:ing)? to )?(?:initiali[sz]|start|launch|load|deploy)(?:e|es|ed|ing)?\b|\b(?:at|on|during) (?:the )?(?:server |engine |vllm |model )?start-?up\b"
                        r"|\bduring (?:the )?(?:vllm'?s? |engine |model |server )?(?:initiali[sz]ation|init|loading|launch)\b|\b(?:fails?|failed|unable|can ?not|can't) to (?:start|launch|load)\b|\bstart-?up (?:ooms?|out of memory|crash(?:es)?|failures?)\b"
                        r"|\bwarm-?up\b|\bprofil(?:e|ing) (?:run|stage|step|phase)\b|\bduring (?:the )?(?:[\w-]+ ){0,3}?(?:memory )?profiling\b|\bat load(?:ing)? time\b"
                        r"|\bload(?:s|ed)? (?:successfully|fine)\b|\binitiali[sz]ation (?:fails?|failed|crash(?:es|ed)?)\b|\bbefore (?:running|sending|serving|handling) (?:any )?requests?\b"
                        r"|加载|启动|初始化)"
                        r"|(?P<cudagraph>\bcapturing (?:the )?(?:(?:full|piecewise|decode|prefill|mixed) )?(?:cuda[- ]?graphs?|cudagraphs?)|\bcuda[- ]?graph capture"
                        r"|\b(?:at|during) (?:the )?(?:real |cuda[- ]?graph |graph )?capture\b)"
-                       r"|(?P<serving>\b(?:while|when|during) (?:\w+ ){0,3}?(?:serving|generating|inference|rollout|decoding|decode|prefill|benchmarking|evaluat(?:e|es|ing|ion)|benchmarks?)\b|\bduring (?:the )?(?:generation|decode|evaluation|benchmark)\b|\bunder (?:\w+ )?load\b|\bsaturating load\b|\bin-flight requests?\b|^\s*serving\b|\bafter (?:running for |serving for )?(?:some|a few|several|many|\d+) (?:requests|hours|minutes)\b"
+                       r"|(?P<serving>\b(?:while|when|during) (?:\w+ ){0,3}?(?:serving|generating|inference|rollout|decoding|decode|prefill|benchmarking|evaluat(?:e|es|ing|ion)|benchmarks?)\b|\bduring (?:the )?(?:generation|decode|evaluation|benchmark)\b|\bunder (?:\w+ )?load\b|\bsaturating load\b|\bin-flight requests?\b|^\s*serving\b|\bafter (?:(?:running|serving) for (?:some|a few|several|many|\d+) (?:hours|minutes)|(?:some|a few|several|many|\d+) (?:requests|hours))\b"
                        r"|\bafter (?:the )?(?:server )?(?:(?:a )?successful(?:ly)? )?(?:start-?up|starting|launch(?:ing)?|it (?:starts|started)|started)\b"
                        r"|\bduring (?:load[ -]?test(?:ing)?|benchmark(?:ing)?)\b|\bsend(?:s|ing)? (?:a |an |the |many |some |\d+ )?(?:[\w-]+ ){0,2}?(?:prompts?|requests?|quer(?:y|ies))\b"
                        r"|\b(?:prompt_)?logprobs\b|\b(?:accept|process|handl)(?:s|e|es|ed|ing)? (?:new |incoming |more )?requests\b|\b(?:at|during) run-?time\b|\b(?:input|prompt|request) is (?:excessively |too |very )?long\b|推理时|推理过程|生成时|并发|请求数|访问次数|发送请求|处理请求)")

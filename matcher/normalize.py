@@ -57,6 +57,8 @@ _PREFIXES = [
     # ISO / kubectl --timestamps: 2024-06-28T06:11:52.685Z, 2024-06-28 06:11:52,123
     # (one space after it: what follows keeps its own indentation, a traceback's source lines theirs)
     ("stamp", re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s")),
+    # a launcher's time of day alone: "18:03:00  (Worker_TP0) INFO [gpu_model_runner.py:5332] ..."
+    ("stamp", re.compile(r"\d\d:\d\d:\d\d(?:[.,]\d+)?\s+(?=\S)")),
     # kubectl logs --prefix: [pod/vllm-0/vllm]
     ("tag", re.compile(r"\[pod/[^\]\s]+\]\s")),
     # Google Cloud Logging export: [resource.labels.containerName: vllm]

@@ -108,6 +108,7 @@ MILESTONES = (
     ("vllm.entrypoints.openai.api_server", "startup", "server launched"),
     ("Starting to load model", "startup", "loading weights"),
     ("Loading safetensors checkpoint shards", "startup", "loading weights"),
+    ("Loading drafter model", "startup", "loading weights"),  # V1's speculative-decoding drafter (gpu_model_runner)
     ("Loading weights took", "startup", "weights loaded"),
     ("Loading model weights took", "startup", "weights loaded"),
     ("Model loading took", "startup", "weights loaded"),

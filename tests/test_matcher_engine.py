@@ -559,3 +559,15 @@ def test_a_bar_quoting_a_traceback_is_taken_off_and_a_trainers_frames_show_whose
     report = matcher().match(text)
     assert report.root_cause is None
     assert report.matches[0].id == "hpu-devmem-allocation-failed" and report.matches[0].confidence == "likely"
+
+
+def test_keras_on_a_tpu_is_another_program_not_vllm():
+    from matcher_helpers import matcher
+
+    paste = ('keras_nlp.models.GemmaCausalLM.from_preset("hf://google/gemma-2-27b-it")\n\n'
+             "#XlaRuntimeError: RESOURCE_EXHAUSTED: Error allocating device buffer: Attempting to allocate 4.39G. "
+             "That was not possible. There are 2.30G free.; (0x0x0_HBM0)\n")
+    report = matcher().match(paste)
+    assert report.root_cause is None
+    assert report.matches and report.matches[0].id == "tpu-hbm-resource-exhausted"  # likely, with the reason
+    assert "'keras', never vLLM" in " ".join(f.says for f in report.matches[0].evidence)

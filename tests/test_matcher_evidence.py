@@ -560,3 +560,26 @@ def test_an_oom_the_person_pins_on_the_host_is_the_hosts_though_a_gpu_is_named()
     # the device's memory (显存) or a plain OOM on a named GPU stays the device's
     assert _likely(["8xH100", "使用EasyR1训练则出现显存oom。"]) != ["category:host-memory"]
     assert _likely(["On 8 A100 GPUs the run crashed with an OOM."]) != ["category:host-memory"]
+
+
+def test_a_negative_kv_cache_told_in_words_is_no_room_for_the_cache():
+    said = "On the dual GX10 the Qwen3.5-397B recipe now gives negative space for kv cache at start-up."
+    assert _likely([said]) == ["no-memory-for-cache-blocks"]
+    assert _likely(["a negative number of tokens was requested"]) == []
+
+
+def test_memory_exhausted_in_words_is_their_oom_and_tensor_loading_is_start_up():
+    said = ("During the tensor loading it seems to exhaust all the available memory, kick me out from the ssh "
+            "session and after a few minutes, reboot.")
+    assert _likely_ids(said + "\nvllm serve RedHatAI/Qwen3.5-122B-A10B-NVFP4 --gpu-memory-utilization 0.94") \
+        == ["cuda-oom-during-startup"]  # not serving: "after a few minutes" is when it rebooted
+
+
+def test_a_launch_time_stamp_and_vllms_drafter_loading_line_are_read():
+    lines = ["18:03:00  (Worker_TP0) INFO [gpu_model_runner.py:5332] Loading drafter model...",
+             "18:03:03  kernel: NVRM: nvCheckOkFailedNoLog: Check failed: Out of memory [NV_ERR_NO_MEMORY]",
+             "18:03:38  (EngineCore) ERROR [core.py:1349] EngineCore"]
+    sc = _scan_with_table(lines)
+    assert sc.step == "loading weights"
+    # what loading the weights can end in, PyTorch's start-up OOM first
+    assert _likely_ids("\n".join(lines))[0] == "cuda-oom-during-startup"

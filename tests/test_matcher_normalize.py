@@ -31,6 +31,9 @@ def test_transport_prefixes_stack_and_give_the_level():
     assert strip_prefixes("vllm-1  | ERROR 11-18 18:07:28 engine.py:366] ValueError: y")[0] == "ValueError: y"
     assert strip_prefixes("[pod/vllm-0/vllm] [rank0]: Traceback (most recent call last):")[0] == "Traceback (most recent call last):"
     assert strip_prefixes("(4096) is not a prefix") == ("(4096) is not a prefix", None, False)
+    # a launcher's time of day alone, before the process tag and vLLM's header
+    assert strip_prefixes("18:03:00  (Worker_TP0) INFO [gpu_model_runner.py:5332] Loading drafter model...")[0:2] \
+        == ("Loading drafter model...", "INFO")
 
 
 def test_box_borders_are_removed():

@@ -179,6 +179,9 @@ _HOST_RES = (
 _DIED_RE = Lazy(r"EngineDeadError|RayActorError|ActorDiedError|WorkerProc\w* died|Worker proc \S+ died|died unexpectedly"
                 r"|Engine core proc \S+ died|The actor died")
 
+# the end of PyTorch's OOM message: "... is reserved by PyTorch but unallocated" (torch >= 2.1), the older
+# "... reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb"
+_TORCH_OOM_TAIL_RE = Lazy(r"is reserved by PyTorch but unallocated|reserved in total by PyTorch\)")
 # the person's own words: "I get OOM", "runs out of memory", 显存不足 / 显存溢出 ("not enough GPU memory")
 def _says_oom_gate(text: str) -> bool:
     """Substrings every _SAYS_OOM_RE match holds (most lines hold none: the regex need not compile; a line
@@ -186,11 +189,12 @@ def _says_oom_gate(text: str) -> bool:
     if "显存" in text:
         return True
     low = text.lower()
-    return "oom" in low or "out of memory" in low or "outofmemory" in low or (
+    return "oom" in low or "out of " in low or "outofmemory" in low or (
         "memory" in low and ("insufficient" in low or "not enough" in low or "exhaust" in low))
 
 
-_SAYS_OOM_RE = Lazy(r"(?i)(?<![a-z])OOM(?:s|ed|ing|'d)?(?![a-z])|out of memory|OutOfMemory|显存不足|显存溢出|爆显存"
+_SAYS_OOM_RE = Lazy(r"(?i)(?<![a-z])OOM(?:s|ed|ing|'d)?(?![a-z])|out of (?:gpu |cuda |device |video |vram |gpu vram )?memory|out of vram\b"
+                    r"|OutOfMemory|显存不足|显存溢出|爆显存"
                     # "fails ... due to insufficient free memory", "not enough GPU memory" (the KV cache's own
                     # shortage is _PROSE_KV_RE's)
                     r"|\b(?:insufficient|not enough) (?:free |gpu |device |cuda |vram )?memory\b(?! (?:for|in) (?:the )?kv)"
@@ -213,7 +217,9 @@ _PROSE_STAGE_RE = Lazy(r"(?i)(?P<startup>\bwhile (?:the )?model is loading|\bloa
                        r"|\b(?:prompt_)?logprobs\b|\b(?:accept|process|handl)(?:s|e|es|ed|ing)? (?:new |incoming |more )?requests\b|\b(?:at|during) run-?time\b|\b(?:input|prompt|request) is (?:excessively |too |very )?long\b|推理时|推理过程|生成时|并发|请求数|访问次数|发送请求|处理请求)")
 # "insufficient KV cache memory", "not enough KV cache", "the KV cache is too small"
 _PROSE_KV_RE = Lazy(r"(?i)\b(?:insufficient|not enough|too little|no available)\b[^.]{0,30}?\bkv[ -]?cache\b"
-                    r"|\bkv[ -]?cache\b[^.]{0,30}?\b(?:is too small|too small|not enough|insufficient)\b")
+                    r"|\bkv[ -]?cache\b[^.]{0,30}?\b(?:is too small|too small|not enough|insufficient)\b"
+                    # "KV cache 内存不足" / "KV cache 空间不够" (the KV cache's memory/space is not enough)
+                    r"|kv[ -]?cache ?(?:的)?(?:内存|显存|空间|容量)?(?:不足|不够|太小)")
 _PROSE_LINES_MAX = 256  # lines of a person's words kept for prose_stage
 _PROSE_STAGE_GATES = ("load", "initiali", "start", "launch", "captur", "graph", "while", "when", "during", "after", "warm",
                       "before", "flight", "erving", "profil", "logprobs", "long", "send", "加载", "启动", "初始化", "推理", "生成", "并发", "请求",
@@ -242,7 +248,8 @@ TPU_SPACE_ENTRY = "tpu-smem-vmem-exhausted"
 # The accelerator a log names anywhere (its platform line, its plugin's package, the vendor's words):
 # PyTorch's out-of-memory error differs per device, so the device picks the entry
 _LOG_DEVICE_RE = Lazy(
-    r"(?P<npu>vllm[_-]ascend|torch_npu|\bNPUs?\b|\bnpu\b|\bAscend|(?<![0-9])910[BbCc]\d?(?![0-9A-Za-z])|\bAtlas \d{3}|NZ format"
+    # (?a): \b is ASCII's, so a device glued to Chinese text ("遇到NPU out of memory") is still a word
+    r"(?a)(?P<npu>vllm[_-]ascend|torch_npu|\bNPUs?\b|\bnpu\b|\bAscend|(?<![0-9])910[BbCc]\d?(?![0-9A-Za-z])|\bAtlas \d{3}|NZ format"
     # the platform's own environment variables (an `export` block, a pod spec)
     r"|PYTORCH_NPU_ALLOC_CONF|ASCEND_RT_VISIBLE_DEVICES|VLLM_ASCEND_\w+|\bHCCL_\w+)"
     r"|(?P<xpu>\bXPUs?\b|\bxpu\b|_xpu_|intel_extension_for_pytorch|\bipex\b|ipex[-_]llm|Intel\(R\) Arc"
@@ -271,7 +278,9 @@ _IPY_FRAME_RE = Lazy(r"^File (?P<path>\S+?):\d+, in (?:[\w<>]+\.)*(?P<func>[\w<>
 # frames that only construct the engine: a traceback cut in them is start-up
 _STARTUP_FRAMES = frozenset(("from_engine_args", "from_vllm_config", "from_engine_configs", "_init_executor",
                              "_init_workers_ray", "run_mp_engine", "run_engine_core", "_initialize_kv_caches",
-                             "_init_cache", "init_worker", "init_device"))
+                             "_init_cache", "init_worker", "init_device",
+                             # the API server building its engine client (V0 and V1): the engine's whole start-up
+                             "build_async_engine_client", "build_async_engine_client_from_engine_args"))
 _CONSTRUCTOR_PATHS = ("entrypoints/llm.py", "engine/llm_engine.py", "engine/async_llm_engine.py", "v1/engine/core.py",
                       "engine/multiprocessing/engine.py", "v1/engine/llm_engine.py", "v1/engine/async_llm.py")
 
@@ -641,6 +650,11 @@ class Scanner:
         cur = self.current
         if level is None and _says_oom_gate(text) and _SAYS_OOM_RE.search(text) and not _raises(text):
             cur.says_oom = Fact(lineno, text, "the person who pasted this says it ran out of memory")
+        elif cur.says_oom is None and "by PyTorch" in text and _TORCH_OOM_TAIL_RE.search(text):
+            # the end of PyTorch's out-of-memory message, its head cut off (a banner showing a log's last
+            # characters): only that message words it so
+            cur.says_oom = Fact(lineno, text, "this is the end of PyTorch's out-of-memory message (its first words, "
+                                              "with the device, are cut off)")
         if self.says_space is None and ("mem" in text or "MEM" in text) \
                 and ("smem" in text.lower() or "vmem" in text.lower()) and _SAYS_SPACE_RE.search(text):
             self.says_space = Fact(lineno, text, "names a TPU on-chip memory space (SMEM/VMEM)")

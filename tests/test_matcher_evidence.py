@@ -583,3 +583,37 @@ def test_a_launch_time_stamp_and_vllms_drafter_loading_line_are_read():
     assert sc.step == "loading weights"
     # what loading the weights can end in, PyTorch's start-up OOM first
     assert _likely_ids("\n".join(lines))[0] == "cuda-oom-during-startup"
+
+
+def test_a_device_glued_to_chinese_text_is_named():
+    assert _scan_with_table(["问题1:在推理预测过程中遇到NPU out of memory"]).device() == "npu"
+    assert _likely(["问题1:在推理预测过程中遇到NPU out of memory"]) == ["npu-out-of-memory"]
+
+
+def test_the_end_of_pytorchs_oom_message_with_its_head_cut_off_is_an_oom():
+    # a banner that shows a log's last characters: PyTorch's message from mid-word, then the API server's
+    # traceback building its engine client (start-up), cut
+    paste = ("Exit code: 1. Reason: ess has 0 bytes memory in use. Of the allocated memory 21.48 GiB is allocated by "
+             "PyTorch, and 10.95 MiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is "
+             "large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.\n"
+             "Traceback (most recent call last):\n"
+             '  File "/usr/local/lib/python3.10/dist-packages/vllm/entrypoints/openai/api_server.py", line 105, in build_async_engine_client\n'
+             "    async with build_async_engine_client_from_engine_args(\n"
+             '  File "/usr/local/lib/python3.10/dist-packages/vllm/entrypoints/openai/api_server.py", line 140, in build_async_engine_client_from_engine_args\n'
+             "    engine_client = AsyncLLMEngine.from_engine_args(\n")
+    got = _likely_ids(paste)
+    assert got[0] == "cuda-oom-during-startup"
+    # without the OOM's end, the cut frame's callees decide (no OOM claimed first)
+    assert _likely_ids(paste.split("\n", 1)[1])[:1] != ["cuda-oom-during-startup"]
+
+
+def test_out_of_gpu_memory_in_words_is_their_oom():
+    said = "With a single H100 vllm runs out of GPU memory when trying to use this with simply vllm serve org/model-70B."
+    assert _likely_ids(said) == ["cuda-oom-during-startup"]
+    assert _likely_ids("vllm serve x: it is out of VRAM") == ["cuda-oom-during-startup"]
+
+
+def test_a_kv_cache_shortage_told_in_chinese_is_the_kv_checks():
+    got = _likely(["你的报错核心是 KV cache 内存不足:", "- 模型默认 max seq len = 262144(超长上下文)"])
+    assert got and got[0] in ("max-model-len-exceeds-kv-cache", "no-memory-for-cache-blocks")
+    assert "cuda-oom-during-startup" not in got

@@ -1060,8 +1060,10 @@ def _lead_stage(records: list[Record], scanner: Scanner) -> None:
         return
     for r in records:
         if (r.startup == last and r.stage is None and r.kind in ("exception", "inner") and r.line is not None
-                and r.line < scanner.stage_at[0] and stage(r.cues) is None
-                and not (scanner.launched_at is not None and scanner.launched_at > r.line)):
+                # (on one line, a log flattened onto it, the step is after the error: the error took no stage
+                # from the timeline, so no step came before it; a launch there came after it too)
+                and r.line <= scanner.stage_at[0] and stage(r.cues) is None
+                and not (scanner.launched_at is not None and scanner.launched_at >= r.line)):
             r.stage, r.stage_at = at, scanner.stage_at
 
 
@@ -1091,7 +1093,9 @@ def _lead_traceback(records: list[Record], scanner: Scanner) -> None:
     if tb is None or tb.line is None:
         return
     last = next((r for r in reversed(records) if r.kind in ("exception", "inner") and r.line is not None), None)
-    if last is None or last.line >= tb.line or stage(last.cues) is not None or last.startup != len(scanner.startups) - 1:
+    # (on the same line, as in a log flattened onto one line, the exception comes first: one after the
+    # traceback's header would have closed it)
+    if last is None or last.line > tb.line or stage(last.cues) is not None or last.startup != len(scanner.startups) - 1:
         return
     found = frames_stage(scanner)  # the frames' own stage, not the log's steps (_lead_stage reads those)
     if found is None:

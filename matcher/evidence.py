@@ -650,7 +650,8 @@ class Scanner:
         cur = self.current
         if level is None and _says_oom_gate(text) and _SAYS_OOM_RE.search(text) and not _raises(text):
             cur.says_oom = Fact(lineno, text, "the person who pasted this says it ran out of memory")
-        elif cur.says_oom is None and "by PyTorch" in text and _TORCH_OOM_TAIL_RE.search(text):
+        elif cur.says_oom is None and "by PyTorch" in text and _TORCH_OOM_TAIL_RE.search(text) \
+                and "out of memory" not in text and not _raises(text):
             # the end of PyTorch's out-of-memory message, its head cut off (a banner showing a log's last
             # characters): only that message words it so
             cur.says_oom = Fact(lineno, text, "this is the end of PyTorch's out-of-memory message (its first words, "

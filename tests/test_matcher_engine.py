@@ -571,3 +571,31 @@ def test_keras_on_a_tpu_is_another_program_not_vllm():
     assert report.root_cause is None
     assert report.matches and report.matches[0].id == "tpu-hbm-resource-exhausted"  # likely, with the reason
     assert "'keras', never vLLM" in " ".join(f.says for f in report.matches[0].evidence)
+
+
+def test_a_log_kept_with_escaped_line_breaks_orders_its_lines_as_the_log_does():
+    # all its lines are line 1 of the paste: the error pasted above the steps (or the cut traceback)
+    # that led to it still takes their stage
+    from matcher_helpers import matcher
+
+    above_steps = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 70.00 MiB. GPU 0 has a total capacity "
+                   "of 23.65 GiB of which 10.12 MiB is free.\n"
+                   "INFO 07-11 13:46:49 model_runner.py:854] Capturing the model for CUDA graphs. This may lead to "
+                   "unexpected consequences if the model is not static.\n"
+                   "INFO 07-11 13:46:49 model_runner.py:858] CUDA graphs can take additional 1~3 GiB memory per GPU.\n")
+    above_tb = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.70 GiB. GPU 0 has a total capacity of "
+                "63.98 GiB of which 3.06 GiB is free.\n\n"
+                "Traceback (most recent call last):\n"
+                '  File "/x/vllm/worker/worker.py", line 1, in determine_num_available_blocks\n'
+                "    self.model_runner.profile_run()\n"
+                '  File "/x/vllm/worker/model_runner.py", line 2, in profile_run\n')
+    for paste, want in ((above_steps, "cuda-oom-during-cudagraph-capture"), (above_tb, "cuda-oom-during-startup")):
+        assert matcher().match(paste).root_cause == want
+        assert matcher().match(paste.replace("\n", "\\n")).root_cause == want
+
+
+def test_the_kernels_oom_report_quoted_up_to_its_flags_is_the_hosts_oom_kill():
+    from matcher_helpers import matcher
+
+    report = matcher().match("The dmesg output told the real story:\nVLLM::Worker_TP invoked oom-killer: gfp_mask=0x102cc2(GFP_HIGHUSER)\n")
+    assert report.root_cause == "host-oom-killer"

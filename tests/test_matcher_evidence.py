@@ -603,6 +603,12 @@ def test_the_end_of_pytorchs_oom_message_with_its_head_cut_off_is_an_oom():
              "    engine_client = AsyncLLMEngine.from_engine_args(\n")
     got = _likely_ids(paste)
     assert got[0] == "cuda-oom-during-startup"
+    # PyTorch's whole message (its head there) is its own error line, not the end of one
+    whole = ("(EngineCore pid=229) ERROR 04-19 12:21:04 [core.py:1134] torch.OutOfMemoryError: CUDA out of memory. "
+             "Tried to allocate 72.00 MiB. GPU 0 has a total capacity of 31.33 GiB of which 2.56 MiB is free. Of the "
+             "allocated memory 30.6 GiB is allocated by PyTorch, and 10.95 MiB is reserved by PyTorch but unallocated.")
+    said = [f.says for m in matcher().match(whole).matches for f in m.evidence]
+    assert not any("first words" in s for s in said)
     # without the OOM's end, the cut frame's callees decide (no OOM claimed first)
     assert _likely_ids(paste.split("\n", 1)[1])[:1] != ["cuda-oom-during-startup"]
 

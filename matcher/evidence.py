@@ -409,6 +409,7 @@ class Scanner:
         self.says_host: Fact | None = None  # the person names the host's memory (RAM, free -h)
         self._words: list[str] = []  # the person's lines, for says_device (read only when an answer asks)
         self.said: list[tuple[str, Fact]] = []  # (entry, fact) from _SAYS_LINES
+        self._oom_head = False  # a line saying "out of memory" was read: a PyTorch OOM's end below it is its own
         self.launched_at: int | None = None  # the last line launching the server (a `vllm serve` command)
         self._tags_seen: set[str] = set()  # launcher tags already read for a device name
         self._dump = False  # inside a faulthandler dump's frames ("Current thread ... (most recent call first)")
@@ -650,8 +651,10 @@ class Scanner:
         cur = self.current
         if level is None and _says_oom_gate(text) and _SAYS_OOM_RE.search(text) and not _raises(text):
             cur.says_oom = Fact(lineno, text, "the person who pasted this says it ran out of memory")
-        elif cur.says_oom is None and "by PyTorch" in text and _TORCH_OOM_TAIL_RE.search(text) \
-                and "out of memory" not in text and not _raises(text):
+        if "ut of memory" in text:
+            self._oom_head = True
+        elif cur.says_oom is None and not self._oom_head and "by PyTorch" in text and _TORCH_OOM_TAIL_RE.search(text) \
+                and not _raises(text):
             # the end of PyTorch's out-of-memory message, its head cut off (a banner showing a log's last
             # characters): only that message words it so
             cur.says_oom = Fact(lineno, text, "this is the end of PyTorch's out-of-memory message (its first words, "

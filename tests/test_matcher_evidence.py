@@ -609,6 +609,10 @@ def test_the_end_of_pytorchs_oom_message_with_its_head_cut_off_is_an_oom():
              "allocated memory 30.6 GiB is allocated by PyTorch, and 10.95 MiB is reserved by PyTorch but unallocated.")
     said = [f.says for m in matcher().match(whole).matches for f in m.evidence]
     assert not any("first words" in s for s in said)
+    # nor is its second line when the message is hard-wrapped: the head is right above it
+    wrapped = whole.split("] ", 1)[1].replace(" Of the allocated", "\nProcess 1 has 4.36 GiB memory in use. Of the allocated")
+    said = [f.says for m in matcher().match(wrapped).matches for f in m.evidence]
+    assert not any("first words" in s for s in said)
     # without the OOM's end, the cut frame's callees decide (no OOM claimed first)
     assert _likely_ids(paste.split("\n", 1)[1])[:1] != ["cuda-oom-during-startup"]
 

@@ -650,7 +650,7 @@ class Scanner:
         """What the person's words and the lines quoting them say: an OOM, a memory space, a cause."""
         cur = self.current
         if level is None and _says_oom_gate(text) and _SAYS_OOM_RE.search(text) and not _raises(text):
-            cur.says_oom = Fact(lineno, text, "the person who pasted this says it ran out of memory")
+            cur.says_oom = Fact(lineno, text, "the person who pasted this, or a line they quote, says it ran out of memory")
         if "ut of memory" in text:
             self._oom_head = True
         elif cur.says_oom is None and not self._oom_head and "by PyTorch" in text and _TORCH_OOM_TAIL_RE.search(text) \

@@ -971,7 +971,9 @@ _ERROR_WORDS = ("rror", "ERROR", "xception", "ailed", "FAILED", "Killed", "kille
 _OTHER_PROGRAMS = ("sglang", "tensorrt_llm", "tensorrt-llm", "trtllm", "ollama", "ggml", "llama.cpp", "llama_cpp",
                    "lmdeploy", "text_generation_server", "text-generation-inference", "mlc_llm", "exllama", "easydel",
                    "maxtext", "train_step", "training_step", "deepspeed", "megatron", "keras", "mlx_lm", "mlx-lm",
-                   "mindie", "openvino")
+                   "mindie", "openvino",
+                   # a training run told in words (vLLM never trains; an RL run's rollout names vLLM)
+                   "during training", "while training", "training job", "训练过程", "训练时")
 # Hugging Face transformers' JAX models (FlaxGemmaForCausalLM...): a program that is not vLLM (vLLM's own
 # JAX models, tpu-inference, are not named so)
 _HF_FLAX_RE = Lazy(r"\bflax[a-z0-9]+for(?:causallm|conditionalgeneration|seq2seqlm|maskedlm)")

@@ -240,7 +240,9 @@ _PROSE_HOST_RE = Lazy(r"(?i)\bfree -[hmg]\b|\b(?:host|system|cpu|main)\s+(?:memo
 _HOST_OOM_RE = Lazy(r"(?i)\b(?:cpu|host|system|ram)[ -]?(?:memory )?(?:out of memory|oom(?:ed|s)?\b)|\bout of (?:host |system |cpu )(?:memory|ram)\b"
                     r"|\bout of ram\b|(?<!显)内存\s*(?:oom|溢出|不足|爆)")
 _PROSE_DEVICE_RE = Lazy(r"(?i)(?:(?<![a-z])|(?<=\dx))(?:gpus?|cuda|vram|hbm|npus?|xpus?|tpus?|a100|a800|h100|h800|h200|h20|b200"
-                        r"|a10g?|l40s?|l4|t4|v100|rtx|mi[23]\d\dx?|910b\d?)(?![a-z])|device memory|显存|显卡")
+                        r"|a10g?|l40s?|l4|t4|v100|rtx|mi[23]\d\dx?|910b\d?)(?![a-z])|device memory|显存|显卡"
+                        # GeForce cards by their number ("two 3090s", "a 4090", "5090 Laptop")
+                        r"|(?<![\d.:/-])(?:[2-5]0[6-9]0|1080)(?: ?ti)?s?(?![\d])")
 # a TPU's on-chip memory spaces (XLA's SMEM and VMEM), named by the person or the log
 _SAYS_SPACE_RE = Lazy(r"(?i)(?<![a-z])[sv]mems?(?![a-z])")
 TPU_SPACE_ENTRY = "tpu-smem-vmem-exhausted"

@@ -599,3 +599,15 @@ def test_the_kernels_oom_report_quoted_up_to_its_flags_is_the_hosts_oom_kill():
 
     report = matcher().match("The dmesg output told the real story:\nVLLM::Worker_TP invoked oom-killer: gfp_mask=0x102cc2(GFP_HIGHUSER)\n")
     assert report.root_cause == "host-oom-killer"
+
+
+def test_a_training_run_told_in_words_is_another_program_when_vllm_is_named_nowhere():
+    from matcher_helpers import matcher
+
+    oom = ("RuntimeError: NPU out of memory. Tried to allocate 1.04 GiB (NPU 4; 60.97 GiB total capacity; 56.45 GiB "
+           "already allocated; 56.45 GiB current active; 1017.81 MiB free; 56.84 GiB reserved in total by PyTorch)\n")
+    assert matcher().match(oom).root_cause == "npu-out-of-memory"
+    report = matcher().match("在训练过程中，常见显存溢出报错，示例如下：\n" + oom)
+    assert report.root_cause is None and report.matches[0].id == "npu-out-of-memory"  # likely, with the reason
+    # an RL run whose rollout is vLLM names vLLM: its text stays vLLM's
+    assert matcher().match("during training the vLLM rollout failed:\n" + oom).root_cause == "npu-out-of-memory"

@@ -627,3 +627,10 @@ def test_a_kv_cache_shortage_told_in_chinese_is_the_kv_checks():
     got = _likely(["你的报错核心是 KV cache 内存不足:", "- 模型默认 max seq len = 262144(超长上下文)"])
     assert got and got[0] in ("max-model-len-exceeds-kv-cache", "no-memory-for-cache-blocks")
     assert "cuda-oom-during-startup" not in got
+
+
+def test_a_geforce_card_named_by_its_number_is_a_gpu():
+    assert _likely(["I'm trying to load this on to two 3090s and it is OOMing"]) == ["cuda-oom-during-startup"]
+    assert _likely(["it is OOMing on my 4090 Ti"]) == ["cuda-oom-during-startup"]
+    # a port, a version or a year is no card
+    assert _likely(["it is OOMing, see localhost:3090 and v1.4090"]) == []

@@ -1160,8 +1160,9 @@ def phase_hints(sc: Scanner, stage_entries: dict) -> list[Hint]:
         return out
     if said is None or (sc.other_program and not sc.vllm_seen):
         return out  # (another program's paste: its "out of memory" says nothing of vLLM's stages)
-    host_oom = "mem" in said.text.lower() or "ram" in said.text.lower() or "内存" in said.text
-    host_oom = host_oom and _HOST_OOM_RE.search(said.text) is not None
+    low = said.text.lower()
+    host_oom = ("内存" in said.text or "cpu" in low or "host" in low or "system" in low or "ram" in low) \
+        and _HOST_OOM_RE.search(said.text) is not None
     if (host_oom or (sc.says_host is not None and not sc.says_device and not sc.devices and not sc.gpu_platform)) \
             and sc.device_oom is None and cut is None:
         # an out-of-memory they tell of as the host's ("CPU out of memory", 内存oom), or naming the host's

@@ -557,6 +557,7 @@ def test_intel_arc_as_people_write_it_is_the_xpu():
 def test_an_oom_the_person_pins_on_the_host_is_the_hosts_though_a_gpu_is_named():
     assert _likely(["8xH100, MEM = 2TB", "使用EasyR1训练qwen2.5-vl-7b则出现内存oom。"]) == ["category:host-memory"]
     assert _likely(["On 8 A100 GPUs the run crashed with a 'CPU Out of Memory' error."]) == ["category:host-memory"]
+    assert _likely(["Is this OOM for CPU or GPU?", "It is CPU OOM, on my 4090."]) == ["category:host-memory"]
     # the device's memory (显存) or a plain OOM on a named GPU stays the device's
     assert _likely(["8xH100", "使用EasyR1训练则出现显存oom。"]) != ["category:host-memory"]
     assert _likely(["On 8 A100 GPUs the run crashed with an OOM."]) != ["category:host-memory"]

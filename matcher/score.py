@@ -70,7 +70,7 @@ def meaning_differs(line: str, sig: dict) -> str | None:
     if sshort and not lshort:
         return "it does not say that memory ran out"
     # a close text about another subject ("DeepGEMM backend is not available" for "UVA is not available"):
-    # most of the words that tell this wording's entry apart must be in the line
+    # one of the words that tell this wording's entry apart must be in the line
     # (a line shorter than the wording may be it cut short, before its subject)
     keys = sig.get("keys")
     if keys and len(line) >= len(sig["norm"]) and not any(k in line for k in keys):
@@ -171,7 +171,7 @@ SUBJECT_ENTRIES = 2  # a word of at most this many entries' wordings is one that
 
 def subject_words(signatures: list[dict]) -> None:
     """Give each signature its "keys": the words of its literal text that at most SUBJECT_ENTRIES entries'
-    wordings use (UVA, DeepGEMM, swap, SMEM): the subject the message is about. Common words ("is not
+    wordings use (uva, shm, mmap, oom-killer's gfp_mask): the subject the message is about. Common words ("is not
     available", "memory") say what happened, not to what. Run at index build time."""
     from .normalize import normalise
 

@@ -264,7 +264,7 @@ _LOG_DEVICE_RE = Lazy(
 # literals one of which every _LOG_DEVICE_RE match holds (a bare lowercase word after a non-letter:
 # "input" and "output" hold "npu" and "tpu"); searched first, since most lines name no device
 _DEVICE_GATE_RE = Lazy(r"NPU|XPU|HPU|TPU|xpu|scend|910|Atlas|NZ format|ipex|Arc|level_zero|abana|audi|synStatus|xla|ntel[-_ ]?[Gg][Pp][Uu]"
-                       r"|torch_npu| npu|npu:|'npu|hpu_|_hpu| hpu|tpu_|libtpu| tpu|_NPU_|ASCEND|HCCL_|ZE_AFFINITY|SYCL_")
+                       r"|torch_npu| npu|npu:|'npu|\.npu|hpu_|_hpu| hpu|\.hpu|tpu_|libtpu| tpu|_NPU_|ASCEND|HCCL_|ZE_AFFINITY|SYCL_")
 
 # A worker that reports the method it was running when it failed (V0's multiproc workers, the
 # executors' RPC): that method is a frame of the failure even when its traceback is cut

@@ -635,3 +635,8 @@ def test_a_geforce_card_named_by_its_number_is_a_gpu():
     assert _likely(["it is OOMing on my 4090 Ti"]) == ["cuda-oom-during-startup"]
     # a port, a version or a year is no card
     assert _likely(["it is OOMing, see localhost:3090 and v1.4090"]) == []
+
+
+def test_torch_npu_named_as_a_module_attribute_is_the_npu():
+    said = "the workspace for each graph under `torch.npu.graph` is not released during capturing, so OOM will happen"
+    assert _scan_with_table([said]).device() == "npu"

@@ -15,7 +15,7 @@ from typing import BinaryIO
 from . import fill, read
 from .evidence import (RUNTIME_PACKAGES, VLLM_WORDS, Fact, Hint, Scanner, frames_owner, frames_stage, hints, host_facts,
                        room_left)
-from .literal import cut_through, walk
+from .literal import cut_point, sentence_ends, walk
 from .logsites import Sites, site_of, stated_release
 from .normalize import Lazy
 from .score import MIN_DISTINCT, Table, meaning_differs
@@ -699,8 +699,16 @@ class Matcher:
                 # the engine dying of the root cause: its own fix would compete with the root's
                 m.fix, m.fix_forms, m.notes = None, {}, {}
         likely: list[Match] = []
+        cut_line = self._cut_line(records, scanner) if root is None else None
+        if cut_line is not None and cut_line.confident:
+            if not_memory is not None and not_memory.line == cut_line.line_no:
+                not_memory = None  # the error the paste stops in is this entry's
+            # another error in view (not the cut line's own): the engine may have died of that one
+            if not_memory is not None or any(r.startup == last and r.line != cut_line.line_no for r in uncovered):
+                _demote(cut_line, "likely")
+            else:
+                root, cut_line = cut_line, None
         if root is None:
-            cut_line = self._cut_line(records, scanner)
             if cut_line is not None and not_memory is not None and not_memory.line == cut_line.line_no:
                 not_memory = None  # the error the paste stops in is this entry's, not another one
             values = scanner.values() | fill.context_values(_context_text(context, last))
@@ -745,8 +753,10 @@ class Matcher:
     def _cut_line(self, records: list[Record], scanner: Scanner) -> Match | None:
         """The paste stops in the middle of its error line ("RuntimeError: UVA is", "ray.exceptions.OutOfMe"):
         the words it got to are how exactly one entry's wording begins (the class and the start of the
-        message, or the start of a qualified class name). Likely, never confident: the rest of the line
-        could still say something else."""
+        message, or the start of a qualified class name). Likely: the rest of the line could still say
+        something else. Confident only when the paste stops where a sentence of that wording ends (a
+        writer hard-wraps or trims the message there): the sentence names the error whole, and no other
+        entry's wording begins with it."""
         rec = next((r for r in reversed(records) if r.line is not None), None)
         if rec is None or scanner.last_at != (rec.joins[-1][1] if rec.joins else rec.line):
             return None
@@ -757,30 +767,42 @@ class Matcher:
             short = rec.type.rsplit(".", 1)[-1]
             hits = [i for i, sg in enumerate(self.table.sigs) if sg.get("exception") and
                     sg["exception"].rsplit(".", 1)[-1] == short and len(sg["norm"]) > len(head) and sg["norm"].startswith(head)]
+            ends = {i for i in hits if sentence_ends(head, self.table.sigs[i]["norm"][len(head):])}
             says = f"the paste stops inside this line: '{rec.type}: {rec.message.strip()}' is how this entry's wording begins"
         elif _CUT_CLASS_RE.match(rec.message.strip()):
             head = rec.message.strip()
             hits = [i for i, sg in enumerate(self.table.sigs) if sg.get("exception") and
                     len(sg["exception"]) > len(head) and sg["exception"].startswith(head)]
             says = f"the paste stops inside this line: '{head}' is how this entry's exception class begins"
+            ends = set()
         else:
-            hits = []
+            hits, ends = [], set()
         if not hits:
             # the wording itself, after whatever the line says first ("Failed to load model with Error: "),
             # runs to the paste's end and stops before the wording does: at least half of it is there
             for i, sg in enumerate(self.table.sigs):
                 total = sum(len(lit) for lit in sg.get("lits") or ())
-                got = cut_through(rec.message, sg) if total >= 2 * CUT_ANCHOR else 0
+                got, at_end = cut_point(rec.message, sg) if total >= 2 * CUT_ANCHOR else (0, False)
                 if got >= CUT_ANCHOR and 2 * got >= total and not meaning_differs(rec.norm, sg):
                     hits.append(i)
+                    if at_end:
+                        ends.add(i)
             says = "the paste stops inside this line, partway through this entry's wording"
         entries = {self.table.sigs[i]["entry"] for i in hits}
         if len(entries) != 1:
             return None  # no entry's wording begins so, or several do: the cut says nothing
-        si = hits[0]
+        si = next((i for i in hits if i in ends), hits[0])
         entry = self.entries[self.table.sigs[si]["entry"]]
         m = self._build(rec, entry, si, POSSIBLE, False, None, stage(rec.cues) or rec.stage, None)
         m.startup = rec.startup
+        if si in ends and self._doubt(rec, entry, si, False, scanner) is None:
+            m.confident, m.confidence = True, "confident"
+            # the score the line's words get against the whole wording (shown; the cut explains the rest)
+            ei = self.table.sigs[si]["entry"]
+            m.score = next((b for _, b, i, *_ in self._score_record(rec, None) if self.table.sigs[i]["entry"] == ei), m.score)
+            m.evidence = [Fact(rec.line, rec.text, says + ", and no other entry's does; it stops where a sentence of "
+                               "that wording ends, so the error is named whole (the rest of the wording is its detail)")]
+            return m
         m.confidence = "likely"
         m.evidence = [Fact(rec.line, rec.text, says + ", and no other entry's does"),
                       Fact(None, "", "the line is cut: paste the whole error line to tell")]

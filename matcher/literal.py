@@ -96,13 +96,19 @@ def cut_through(text: str, sig: dict) -> int:
     """How many of the template's literal characters a text holds in order when the text stops partway
     through the wording (a paste cut mid-line: "...: Cannot allocate memory ("), else 0. The text must
     end inside the template: in a placeholder's value or partway into a literal; a whole match is no cut."""
+    return cut_point(text, sig)[0]
+
+
+def cut_point(text: str, sig: dict) -> tuple[int, bool]:
+    """(cut_through's count, whether the text stops where one of the wording's sentences ends: right
+    before its ". ", or after a "." that a space follows in the wording). (0, False) when no cut."""
     lits = sig.get("lits")
     if not lits:
-        return 0
+        return 0, False
     t = collapse(text)
     start = t.find(lits[0])
     if start < 0:
-        return 0
+        return 0, False
     got, pos = len(lits[0]), start + len(lits[0])
     for lit in lits[1:]:
         nxt = t.find(lit, pos)
@@ -114,6 +120,11 @@ def cut_through(text: str, sig: dict) -> int:
         # (one token: a value running on over several words is another sentence, not a cut one)
         j = next((j for j in range(min(len(lit) - 1, len(rest)), 0, -1) if rest.endswith(lit[:j])), 0)
         if " " in rest[:len(rest) - j].strip():
-            return 0
-        return got + j
-    return 0  # every literal found: a whole wording (or more after it), no cut
+            return 0, False
+        return got + j, sentence_ends(lit[:j], lit[j:])
+    return 0, False  # every literal found: a whole wording (or more after it), no cut
+
+
+def sentence_ends(before: str, after: str) -> bool:
+    """A wording cut between `before` and `after` stops where one of its sentences ends."""
+    return after.strip() == "." or after.startswith((". ", "; ")) or (before.endswith(".") and after[:1] == " ")

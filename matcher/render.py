@@ -51,6 +51,8 @@ def _why(m, s: Style) -> list[str]:
         f"  {s.bold('why')}   {_where(m)} matches signature {sig['id']} "
         f"(vLLM {sig['versions']}, {sig['engine']} engine, {sig['backend']} backend), score {m.score:.1f}",
     ]
+    # a line the paste cuts where a sentence of the wording ends: why that names the error
+    out += [f"        {f.says}" for f in m.evidence if f.says.startswith("the paste stops")]
     if m.runner_up:
         r = m.runner_up
         out.append(f"        runner-up: {r['id']} ({r['signature']}) {r['score']:.1f}")

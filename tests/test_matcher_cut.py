@@ -439,3 +439,27 @@ def test_the_worker_with_the_least_kv_room_is_the_one_that_failed():
     assert got[0] == ("no-memory-for-cache-blocks", "likely")
     report = matcher().match(text)
     assert "-3.86" in report.matches[0].evidence[0].text
+
+
+def test_cut_point_tells_a_cut_at_the_end_of_one_of_the_wordings_sentences():
+    from kvkb.matcher.literal import cut_point, sentence_ends
+
+    sig = {"lits": ["Insufficient space in ", ": ", " MiB required, ", " MiB free. Increase ", " (e.g. --shm-size or --ipc=host)."]}
+    assert cut_point("Insufficient space in /dev/shm: 4095/4096 MiB required, 1405 MiB free", sig)[1] is True
+    assert cut_point("Insufficient space in /dev/shm: 4095/4096 MiB required, 1405 MiB fr", sig)[1] is False
+    assert sentence_ends("allocate 2.0G.", " That was not possible") and not sentence_ends("allocate 2.0", "G. That")
+
+
+def test_a_paste_cut_where_a_sentence_of_one_entrys_wording_ends_names_that_error():
+    from matcher_helpers import matcher
+
+    whole = "RuntimeError: Insufficient space in /dev/shm: 4095/4096 MiB required, 1405 MiB free"
+    report = matcher().match("On main:\n\n" + whole + "\n")
+    assert report.root_cause == "container-shm-too-small"
+    assert any("a sentence of that wording ends" in f.says for f in report.matches[0].evidence)
+    # cut inside the sentence: likely, and the request for the whole line
+    report = matcher().match("On main:\n\n" + whole[:-2] + "\n")
+    assert report.root_cause is None and report.matches[0].confidence == "likely"
+    # another error in view that no entry claims: the engine may have died of that one
+    report = matcher().match("RuntimeError: DeepGEMM backend is not available or outdated.\n" + whole + "\n")
+    assert report.root_cause is None

@@ -699,18 +699,14 @@ class Matcher:
                 # the engine dying of the root cause: its own fix would compete with the root's
                 m.fix, m.fix_forms, m.notes = None, {}, {}
         likely: list[Match] = []
-        cut_line = self._cut_line(records, scanner) if root is None else None
+        # errors in view that no entry claims: a cut line other than theirs names no error whole
+        in_view = ([not_memory] if not_memory is not None else []) + [r for r in uncovered if r.startup == last]
+        cut_line = self._cut_line(records, scanner, in_view) if root is None else None
+        if cut_line is not None and not_memory is not None and not_memory.line == cut_line.line_no:
+            not_memory = None  # the error the paste stops in is this entry's, not another one
         if cut_line is not None and cut_line.confident:
-            if not_memory is not None and not_memory.line == cut_line.line_no:
-                not_memory = None  # the error the paste stops in is this entry's
-            # another error in view (not the cut line's own): the engine may have died of that one
-            if not_memory is not None or any(r.startup == last and r.line != cut_line.line_no for r in uncovered):
-                _demote(cut_line, "likely")
-            else:
-                root, cut_line = cut_line, None
+            root, cut_line = cut_line, None
         if root is None:
-            if cut_line is not None and not_memory is not None and not_memory.line == cut_line.line_no:
-                not_memory = None  # the error the paste stops in is this entry's, not another one
             values = scanner.values() | fill.context_values(_context_text(context, last))
             likely = self._from_evidence(scanner, not_memory is not None, global_stage, values)
             if cut_line is not None and cut_line.category == "engine-wrapper" and other_error:
@@ -750,13 +746,14 @@ class Matcher:
                     report.new_issue_url = new_issue_url(shown.norm if shown else "", shown.text if shown else "")
         return report
 
-    def _cut_line(self, records: list[Record], scanner: Scanner) -> Match | None:
+    def _cut_line(self, records: list[Record], scanner: Scanner, in_view: list[Record]) -> Match | None:
         """The paste stops in the middle of its error line ("RuntimeError: UVA is", "ray.exceptions.OutOfMe"):
         the words it got to are how exactly one entry's wording begins (the class and the start of the
         message, or the start of a qualified class name). Likely: the rest of the line could still say
         something else. Confident only when the paste stops where a sentence of that wording ends (a
         writer hard-wraps or trims the message there): the sentence names the error whole, and no other
-        entry's wording begins with it."""
+        entry's wording begins with it, and no other error is in view (`in_view`: errors no entry claims;
+        the engine may have died of one of those)."""
         rec = next((r for r in reversed(records) if r.line is not None), None)
         if rec is None or scanner.last_at != (rec.joins[-1][1] if rec.joins else rec.line):
             return None
@@ -795,7 +792,7 @@ class Matcher:
         entry = self.entries[self.table.sigs[si]["entry"]]
         m = self._build(rec, entry, si, POSSIBLE, False, None, stage(rec.cues) or rec.stage, None)
         m.startup = rec.startup
-        if si in ends and self._doubt(rec, entry, si, False, scanner) is None:
+        if si in ends and all(r.line == rec.line for r in in_view) and self._doubt(rec, entry, si, False, scanner) is None:
             m.confident, m.confidence = True, "confident"
             # the score the line's words get against the whole wording (shown; the cut explains the rest)
             ei = self.table.sigs[si]["entry"]

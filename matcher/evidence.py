@@ -521,7 +521,7 @@ class Scanner:
             # (a call on a PyTorch frame's line is PyTorch's own function, whatever vLLM names alike;
             # a trainer's line calling llm.wake_up() does call vLLM's)
             under = next((f[2] for f in reversed(self.frames) if f[2] != _CALLED), "")
-            ours = not any(p in under.replace("\\", "/") for p in _RUNTIME_PATHS)
+            ours = not _runtime_frame(under)
             for func in called:
                 if ours and (func in _HINT_FUNCS or func in self._called or func in self.ctor_sites):
                     self.frames.append((lineno, func, _CALLED))
@@ -862,6 +862,12 @@ _CALLED = "called from the line above"  # a frame read off a source line's call
 _RUNTIME_PATHS = ("/torch/", "/triton/")  # a runtime's own frames: what their lines call is the runtime's
 
 
+def _runtime_frame(path: str) -> bool:
+    """A frame in PyTorch's or Triton's own code (Windows paths too)."""
+    p = path.replace("\\", "/")
+    return any(r in p for r in _RUNTIME_PATHS)
+
+
 # a line that stands for lines the person left out (a length check first: hashing every long line costs)
 _ELISION_MAX = 12
 _ELISIONS = frozenset(("...", "…", "....", "[...]", "(...)", "<...>", "[…]", "(…)", "<snip>", "[snip]", "[snipped]",
@@ -992,7 +998,7 @@ def _callee_hints(sc: Scanner, frame: tuple, where: str, cut: Fact, stage_entrie
     # a CUDA graph's capture, a kernel launch): that code allocates, whatever the table says of its callees
     if not allocates and not phase_table and frame in sc.last_tb:
         below = sc.last_tb[sc.last_tb.index(frame) + 1:]
-        allocates = any(p in f[2].replace("\\", "/") for f in below for p in _RUNTIME_PATHS)
+        allocates = any(_runtime_frame(f[2]) for f in below)
     # V1's API server process runs no model: the engine allocates in its own process (EngineCore), so a
     # traceback in the API server is no device OOM, whatever the static call graph reaches
     api = sc.tb_api and not phase_table and allocates

@@ -451,8 +451,6 @@ def test_cut_point_tells_a_cut_at_the_end_of_one_of_the_wordings_sentences():
 
 
 def test_a_paste_cut_where_a_sentence_of_one_entrys_wording_ends_names_that_error():
-    from matcher_helpers import matcher
-
     whole = "RuntimeError: Insufficient space in /dev/shm: 4095/4096 MiB required, 1405 MiB free"
     report = matcher().match("On main:\n\n" + whole + "\n")
     assert report.root_cause == "container-shm-too-small"

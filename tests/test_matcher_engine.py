@@ -562,8 +562,6 @@ def test_a_bar_quoting_a_traceback_is_taken_off_and_a_trainers_frames_show_whose
 
 
 def test_keras_on_a_tpu_is_another_program_not_vllm():
-    from matcher_helpers import matcher
-
     paste = ('keras_nlp.models.GemmaCausalLM.from_preset("hf://google/gemma-2-27b-it")\n\n'
              "#XlaRuntimeError: RESOURCE_EXHAUSTED: Error allocating device buffer: Attempting to allocate 4.39G. "
              "That was not possible. There are 2.30G free.; (0x0x0_HBM0)\n")
@@ -576,8 +574,6 @@ def test_keras_on_a_tpu_is_another_program_not_vllm():
 def test_a_log_kept_with_escaped_line_breaks_orders_its_lines_as_the_log_does():
     # all its lines are line 1 of the paste: the error pasted above the steps (or the cut traceback)
     # that led to it still takes their stage
-    from matcher_helpers import matcher
-
     above_steps = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 70.00 MiB. GPU 0 has a total capacity "
                    "of 23.65 GiB of which 10.12 MiB is free.\n"
                    "INFO 07-11 13:46:49 model_runner.py:854] Capturing the model for CUDA graphs. This may lead to "
@@ -595,15 +591,11 @@ def test_a_log_kept_with_escaped_line_breaks_orders_its_lines_as_the_log_does():
 
 
 def test_the_kernels_oom_report_quoted_up_to_its_flags_is_the_hosts_oom_kill():
-    from matcher_helpers import matcher
-
     report = matcher().match("The dmesg output told the real story:\nVLLM::Worker_TP invoked oom-killer: gfp_mask=0x102cc2(GFP_HIGHUSER)\n")
     assert report.root_cause == "host-oom-killer"
 
 
 def test_a_training_run_told_in_words_is_another_program_when_vllm_is_named_nowhere():
-    from matcher_helpers import matcher
-
     oom = ("RuntimeError: NPU out of memory. Tried to allocate 1.04 GiB (NPU 4; 60.97 GiB total capacity; 56.45 GiB "
            "already allocated; 56.45 GiB current active; 1017.81 MiB free; 56.84 GiB reserved in total by PyTorch)\n")
     assert matcher().match(oom).root_cause == "npu-out-of-memory"

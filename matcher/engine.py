@@ -988,7 +988,7 @@ _ERROR_WORDS = ("rror", "ERROR", "xception", "ailed", "FAILED", "Killed", "kille
 # training code (vLLM never trains). Looked for only in a paste that never names vLLM, lower-cased.
 # (A traceback through another package's frames names its program by itself: evidence.frames_owner.)
 _OTHER_PROGRAMS = ("sglang", "tensorrt_llm", "tensorrt-llm", "trtllm", "ollama", "ggml", "llama.cpp", "llama_cpp",
-                   "lmdeploy", "text_generation_server", "text-generation-inference", "mlc_llm", "exllama", "easydel",
+                   "llama-server", "lmdeploy", "text_generation_server", "text-generation-inference", "mlc_llm", "exllama", "easydel",
                    "maxtext", "train_step", "training_step", "deepspeed", "megatron", "keras", "mlx_lm", "mlx-lm",
                    "mindie", "openvino",
                    # a training run told in words (vLLM never trains; an RL run's rollout names vLLM)

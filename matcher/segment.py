@@ -575,7 +575,13 @@ def segment_parsed(parsed: list[tuple]) -> tuple[list[Record], frozenset[str]]:
             inner = _embedded(message)
             quoted = inner is None and rec_kind == "bare"
             if quoted:
-                inner = quoted_in_prose(message) or quoted_exception(message) or quoted_text(message)
+                inner = quoted_in_prose(message) or quoted_exception(message)
+                if inner is None:
+                    texts = quoted_texts(message)
+                    inner = texts[0] if texts else None
+                    for text in texts[1:]:
+                        records.append(Record(lineno, "inner", None, level, text, frozenset(cues)))
+                        records[-1].quoted, records[-1].at, records[-1].cue_at = True, start, at
         if inner:
             inner_exc = _exception(inner)
             if inner_exc:
@@ -694,18 +700,23 @@ _QUOTED_RE = Lazy(r'"([^"]{%d,})"|`([^`]{%d,})`|\u201c([^\u201d]{%d,})\u201d|\u2
                   % ((QUOTE_MIN // 2,) * 4))
 
 
-def quoted_text(message: str) -> str | None:
-    """The longest stretch of a sentence between quotation marks, when it reads as a message (words with
-    spaces, not a path or an identifier): the person quotes what the program printed, and the quote is
-    scored on its own (inside the whole sentence its words are a small part of a long line)."""
+QUOTES_READ = 3  # quoted stretches of one sentence scored on their own, longest first
+
+
+def quoted_texts(message: str) -> list[str]:
+    """The stretches of a sentence between quotation marks that read as messages (words with spaces,
+    not a path or an identifier), longest first: the person quotes what the program printed, and each
+    quote is scored on its own (inside the whole sentence its words are a small part of a long line;
+    a title quoting two errors, "`No available memory for the cache blocks` & `Error executing method
+    ...`", names the shortage in the shorter one)."""
     if '"' not in message and "`" not in message and "\u201c" not in message and "\u2018" not in message:
-        return None
-    best = None
+        return []
+    found = []
     for m in _QUOTED_RE.finditer(message):
         text = next(g for g in m.groups() if g is not None).strip()
-        if text.count(" ") >= 3 and (best is None or len(text) > len(best)):
-            best = text
-    return best if best and len(best) < len(message) - 2 else None
+        if text.count(" ") >= 3 and len(text) < len(message) - 2 and text not in found:
+            found.append(text)
+    return sorted(found, key=len, reverse=True)[:QUOTES_READ]
 
 
 def quoted_in_prose(message: str) -> str | None:

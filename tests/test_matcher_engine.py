@@ -603,3 +603,12 @@ def test_a_training_run_told_in_words_is_another_program_when_vllm_is_named_nowh
     assert report.root_cause is None and report.matches[0].id == "npu-out-of-memory"  # likely, with the reason
     # an RL run whose rollout is vLLM names vLLM: its text stays vLLM's
     assert matcher().match("during training the vLLM rollout failed:\n" + oom).root_cause == "npu-out-of-memory"
+
+
+def test_the_kernel_killing_llama_cpps_server_is_another_program():
+    # the kernel names the process it kills: llama.cpp's server is not vLLM's run
+    kill = ("[Mon May 25 08:35:10 2026] {} invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, "
+            "oom_score_adj=0\n")
+    assert matcher().match(kill.format("python3")).root_cause == "host-oom-killer"
+    report = matcher().match(kill.format("llama-server"))
+    assert report.root_cause is None and report.matches[0].id == "host-oom-killer"

@@ -300,18 +300,31 @@ def test_a_quote_in_cjk_prose_is_matched_confidently():
 
 
 def test_a_message_in_quotation_marks_in_a_long_sentence_is_read_on_its_own():
-    from kvkb.matcher.segment import quoted_text
+    from kvkb.matcher.segment import quoted_texts
     from matcher_helpers import matcher
 
     line = ('Whatever utilization I pick, the server either dies with an OOM or stops with "No available memory for '
             'the cache blocks." before it ever answers a single request from the benchmark client.\n')
     m = matcher().match(line).matches[0]
     assert (m.id, m.confidence) == ("no-memory-for-cache-blocks", "confident")
-    assert quoted_text("it fails with `Cannot allocate the KV cache on this device` now") == \
-        "Cannot allocate the KV cache on this device"
+    assert quoted_texts("it fails with `Cannot allocate the KV cache on this device` now") == \
+        ["Cannot allocate the KV cache on this device"]
     # a path or an identifier in quotes is no message; nor is a whole line in quotes
-    assert quoted_text('set "gpu_memory_utilization_for_the_whole_node" please') is None
-    assert quoted_text('"No available memory for the cache blocks."') is None
+    assert quoted_texts('set "gpu_memory_utilization_for_the_whole_node" please') == []
+    assert quoted_texts('"No available memory for the cache blocks."') == []
+
+
+def test_each_of_several_quoted_messages_in_one_sentence_is_read_on_its_own():
+    # a title quoting two errors: the longer quote is the wrapper, the shorter one the shortage
+    from kvkb.matcher.segment import quoted_texts
+    from matcher_helpers import matcher
+
+    line = ("Serving on vLLM fails: `No available memory for the cache blocks` & `Error executing method "
+            "'determine_num_available_blocks'`\n")
+    assert quoted_texts(line) == ["Error executing method 'determine_num_available_blocks'",
+                                  "No available memory for the cache blocks"]
+    m = matcher().match(line).matches[0]
+    assert (m.id, m.confidence) == ("no-memory-for-cache-blocks", "confident")
 
 
 def test_vllm_logger_header_without_its_date_is_stripped():

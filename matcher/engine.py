@@ -17,7 +17,7 @@ from .evidence import (RUNTIME_PACKAGES, VLLM_WORDS, Fact, Hint, Scanner, frames
                        room_left)
 from .literal import cut_point, sentence_ends, walk
 from .logsites import Sites, site_of, stated_release
-from .normalize import Lazy
+from .normalize import Lazy, normalise
 from .score import MIN_DISTINCT, Table, meaning_differs
 from .segment import (Record, cues_of, dedent_blocks, newest_first, parse, segment, segment_parsed, split_lines, stage,
                       strip_learned_prefix)
@@ -270,6 +270,8 @@ class Matcher:
             for r in recs:
                 if r.type is not None and r.type not in self._known_types:
                     r.type = self._restored_type(r.type)
+                if r.kind == "exception" and r.type and r.message.endswith((".", "!", "?")):
+                    self._rejoin_wording(r, parsed)
             self._site_stages(recs, parsed, lines, first or 1, release)
             for r in recs:
                 r.startup, r.stage, _, r.stage_at = timeline[r.at]
@@ -319,6 +321,36 @@ class Matcher:
         if self._types is None:
             self._types = frozenset(sg["exception"] for sg in self.table.sigs if sg.get("exception")) | _COMMON_TYPES
         return self._types
+
+    def _rejoin_wording(self, rec: Record, parsed: list) -> None:
+        """An exception whose message a writer hard-wrapped at a sentence's end ("...with memory pool." then
+        "Please track https://... for the" then "latest updates."): the segmenter cannot tell such a line
+        from a new one, so the lines below are joined on when, word for word, they go on with exactly
+        the wording (one signature's text of the same class) the message began. Literal, so a line of
+        the writer's own never joins."""
+        short = rec.type.rsplit(".", 1)[-1]
+        sigs = [sg["norm"] for sg in self.table.sigs
+                if sg.get("exception") and sg["exception"].rsplit(".", 1)[-1] == short]
+        i = rec.at + len(rec.joins)
+        message, joins = rec.message, list(rec.joins)
+        while sigs and i + 1 < len(parsed):
+            lineno, nxt, _, _, fence = parsed[i + 1]
+            nxt = nxt.strip()
+            if fence or len(nxt) < 8:
+                break
+            longer = message.rstrip() + " " + nxt
+            norm = normalise(longer)
+            head = normalise(message)
+            # the joined text must still be the wording's start (or all of it), and the wording must
+            # go on past where the message stopped
+            sigs = [sg for sg in sigs if len(sg) > len(head) and sg.startswith(head)
+                    and (sg.startswith(norm) or norm.startswith(sg))]
+            if not sigs:
+                break
+            joins.append((len(message.rstrip()) + 1, lineno))
+            message, i = longer, i + 1
+        if len(message) > len(rec.message):
+            rec.message, rec.joins, rec._norm, rec._canon, rec._numbers = message, tuple(joins), None, None, None
 
     def _restored_type(self, typ: str) -> str:
         """An exception class with its first letter or two lost in the copy ("untimeError", "orch.cuda.
@@ -706,6 +738,8 @@ class Matcher:
             not_memory = None  # the error the paste stops in is this entry's, not another one
         if cut_line is not None and cut_line.confident:
             root, cut_line = cut_line, None
+        if root is None and cut_line is None and not_memory is None:
+            cut_line = self._elided(records)  # (an error no entry claims in view: that is what failed)
         if root is None:
             values = scanner.values() | fill.context_values(_context_text(context, last))
             likely = self._from_evidence(scanner, not_memory is not None, global_stage, values)
@@ -804,6 +838,33 @@ class Matcher:
         m.evidence = [Fact(rec.line, rec.text, says + ", and no other entry's does"),
                       Fact(None, "", "the line is cut: paste the whole error line to tell")]
         return m
+
+    def _elided(self, records: list[Record]) -> Match | None:
+        """A wording quoted with parts left out ("Free memory ... less than desired GPU memory utilization"):
+        every piece between the ellipses is, word for word and in order, in the wordings of exactly one
+        entry. Likely, never confident: the writer chose what to keep, and the parts left out could have
+        said something else."""
+        for rec in reversed(records):
+            if rec.level in ("INFO", "DEBUG") or ("..." not in rec.message and "\u2026" not in rec.message):
+                continue
+            pieces = [normalise(p) for p in _ELLIPSIS_RE.split(rec.message)]
+            pieces = [p for p in pieces if p]
+            if len(pieces) < 2 or max(map(len, pieces)) < CUT_ANCHOR or sum(map(len, pieces)) < 2 * CUT_ANCHOR \
+                    or not all(any(len(w) >= 3 and w.isalpha() for w in p.split()) for p in pieces):
+                continue
+            hits = [i for i, sg in enumerate(self.table.sigs) if _in_order(pieces, sg["norm"])]
+            entries = {self.table.sigs[i]["entry"] for i in hits}
+            if len(entries) != 1:
+                continue
+            si = hits[0]
+            entry = self.entries[self.table.sigs[si]["entry"]]
+            m = self._build(rec, entry, si, POSSIBLE, False, None, stage(rec.cues) or rec.stage, None)
+            m.startup, m.confidence = rec.startup, "likely"
+            m.evidence = [Fact(rec.line, rec.text, "the pieces of this quote, with parts left out ('...'), are word for "
+                                                   "word and in order this entry's wording, and no other entry's"),
+                          Fact(None, "", "parts are left out: paste the whole error line to tell")]
+            return m
+        return None
 
     @staticmethod
     def _fuzzy_budget(records: list[Record]) -> set[int]:
@@ -1137,6 +1198,20 @@ def _merge_stage(kept: Record, again: Record) -> None:
     kept.cue_at = {**again.cue_at, **kept.cue_at}
     if kept.site is None:
         kept.site = again.site
+
+
+_ELLIPSIS_RE = Lazy(r"\s*(?:\.{3,}|\u2026)\s*")
+
+
+def _in_order(pieces: list[str], text: str) -> bool:
+    """Every piece is in text, each after the one before."""
+    at = 0
+    for p in pieces:
+        at = text.find(p, at)
+        if at < 0:
+            return False
+        at += len(p)
+    return True
 
 
 def _demote(m: Match, tier: str) -> None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 
 from .normalize import Lazy, to_number
-from .segment import _FRAME_RE, _PATH_CUES, _exception, MILESTONE_WORDS, MILESTONES, cues_of, stage
+from .segment import _FRAME_RE, _PATH_CUES, _exception, MILESTONE_WORDS, MILESTONES, cues_of, frame_cues, stage
 
 # --- start-ups and milestones ------------------------------------------------------------------
 
@@ -214,7 +214,7 @@ _PROSE_STAGE_RE = Lazy(r"(?i)(?P<startup>\bwhile (?:the )?model is loading|\bloa
                        r"|(?P<serving>\b(?:while|when|during) (?:\w+ ){0,3}?(?:serving|generating|inference|rollout|decoding|decode|prefill|benchmarking|evaluat(?:e|es|ing|ion)|benchmarks?)\b|\bduring (?:the )?(?:generation|decode|evaluation|benchmark)\b|\bunder (?:\w+ )?load\b|\bsaturating load\b|\bin-flight requests?\b|^\s*serving\b|\bafter (?:(?:running|serving) for (?:some|a few|several|many|\d+) (?:hours|minutes)|(?:some|a few|several|many|\d+) (?:requests|hours))\b"
                        r"|\bafter (?:the )?(?:server )?(?:(?:a )?successful(?:ly)? )?(?:start-?up|starting|launch(?:ing)?|it (?:starts|started)|started)\b"
                        r"|\bduring (?:load[ -]?test(?:ing)?|benchmark(?:ing)?)\b|\bsend(?:s|ing)? (?:a |an |the |many |some |\d+ )?(?:[\w-]+ ){0,2}?(?:prompts?|requests?|quer(?:y|ies))\b"
-                       r"|\b(?:prompt_)?logprobs\b|\b(?:accept|process|handl)(?:s|e|es|ed|ing)? (?:new |incoming |more )?requests\b|\b(?:at|during) run-?time\b|\b(?:input|prompt|request) is (?:excessively |too |very )?long\b|推理时|推理过程|生成时|并发|请求数|访问次数|发送请求|处理请求)")
+                       r"|\b(?:prompt_)?logprobs\b|\b(?:accept|process|handl)(?:s|e|es|ed|ing)? (?:new |incoming |more )?requests\b|\b(?:at|during) run-?time\b|\b(?:on|at|with|after) (?:the |a |its |my )?(?:very )?first (?:prompt|request|query|api call|chat|completion)\b|\b(?:input|prompt|request) is (?:excessively |too |very )?long\b|推理时|推理过程|生成时|并发|请求数|访问次数|发送请求|处理请求)")
 # "insufficient KV cache memory", "not enough KV cache", "the KV cache is too small"
 _PROSE_KV_RE = Lazy(r"(?i)\b(?:insufficient|not enough|too little|no available)\b[^.]{0,30}?\bkv[ -]?cache\b"
                     r"|\bkv[ -]?cache\b[^.]{0,30}?\b(?:is too small|too small|not enough|insufficient)\b"
@@ -222,9 +222,23 @@ _PROSE_KV_RE = Lazy(r"(?i)\b(?:insufficient|not enough|too little|no available)\
                     r"|kv[ -]?cache ?(?:的)?(?:内存|显存|空间|容量)?(?:不足|不够|太小)")
 _PROSE_LINES_MAX = 256  # lines of a person's words kept for prose_stage
 _PROSE_STAGE_GATES = ("load", "initiali", "start", "launch", "captur", "graph", "while", "when", "during", "after", "warm",
-                      "before", "flight", "erving", "profil", "logprobs", "long", "send", "加载", "启动", "初始化", "推理", "生成", "并发", "请求",
+                      "before", "flight", "erving", "profil", "logprobs", "long", "send", "first", "加载", "启动", "初始化", "推理", "生成", "并发", "请求",
                       "访问")
 _WHEN = {"startup": "at start-up", "cudagraph": "during CUDA-graph capture", "serving": "while serving"}
+# a function called by name in a sentence: "`capture_model()` OOMed", "profile_run( ran out of memory"
+_CALL_RE = Lazy(r"\b([A-Za-z_]\w{3,})\(")
+
+
+def _called_stage(text: str) -> tuple[str, str] | None:
+    """(stage, function) for the last function named with its call parentheses whose name alone tells
+    the step (the names a traceback's frames are read by), else None."""
+    found = None
+    for m in _CALL_RE.finditer(text):
+        st = stage(frame_cues("", m.group(1)))
+        if st is not None:
+            found = (st, m.group(1))
+    return found
+
 _PROSE_SAYS = {st: f"{when} (their words)" for st, when in _WHEN.items()}
 # "killed by Kubernetes when memory crosses the limit", "经常oom直接被kill了", "the memory monitor kills the actor"
 _DEVICE_OOM_RE = Lazy(r"\b(?:CUDA|HIP|NPU|XPU|GPU|HPU|[Dd]evice)\b")
@@ -685,7 +699,7 @@ class Scanner:
         # the step named on the line of their "OOM" beats one named elsewhere ("the warm-up under-profiles
         # ..." then "the engine may later hit CUDA OOM during real speculative decoding")
         oom_here = said is not None and said.line == lineno
-        if len(self._prose_lines) < _PROSE_LINES_MAX and any(w in low for w in _PROSE_STAGE_GATES):
+        if len(self._prose_lines) < _PROSE_LINES_MAX and (oom_here or any(w in low for w in _PROSE_STAGE_GATES)):
             self._prose_lines.append((lineno, text, oom_here))
             self._prose_read = False
         # (every _PROSE_KV_RE match names "kv cache", "kv-cache" or "kvcache": an identifier such as
@@ -719,6 +733,13 @@ class Scanner:
             if found is None or (oom_here and not on_oom):
                 # an account runs in time order ("it loads fine ... then you send your first request and
                 # it crashes"): the last step a line names is the one the failure came in
+                # a function of vLLM's they name on the line of their "OOM" (`capture_model()` OOMed at
+                # startup) is the step in the code, which words name less exactly
+                called = _called_stage(text) if oom_here and "(" in text else None
+                if called is not None:
+                    found, on_oom = (called[0], Fact(lineno, text, f"the person names {called[1]}(), which runs "
+                                                                   f"{_WHEN[called[0]]}")), True
+                    continue
                 m = None
                 for m in _PROSE_STAGE_RE.finditer(text):
                     pass

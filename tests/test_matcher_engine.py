@@ -612,3 +612,32 @@ def test_the_kernel_killing_llama_cpps_server_is_another_program():
     assert matcher().match(kill.format("python3")).root_cause == "host-oom-killer"
     report = matcher().match(kill.format("llama-server"))
     assert report.root_cause is None and report.matches[0].id == "host-oom-killer"
+
+
+def test_an_exception_hard_wrapped_at_a_sentence_end_is_joined_by_its_wording():
+    # a writer wraps the assertion at its first sentence's end: the lines below go on with the wording
+    # word for word, so they are the same message (the first sentence alone scores under the cutoff)
+    text = ("AssertionError: Expandable segments are not compatible with memory pool.\n"
+            "Please track https://github.com/pytorch/pytorch/issues/147851 for the\n"
+            "latest updates.\n\nThere is no clean per-actor env override, so this combination is unusable.\n")
+    report = matcher().match(text)
+    assert report.root_cause == "sleep-mode-memory-not-released"
+    assert report.matches[0].text.endswith("for the latest updates.")
+    # a line of the writer's own after the sentence is not the wording's: nothing joins
+    own = "AssertionError: Expandable segments are not compatible with memory pool.\nPlease help, this blocks our run.\n"
+    assert matcher().match(own).root_cause is None
+
+
+def test_a_quote_with_parts_left_out_is_likely_the_one_entry_whose_wording_holds_its_pieces():
+    said = ('# at 0.95 every DP worker hard-fails ("Free memory ... less than desired GPU memory utilization").\n'
+            "GPU_MEM_UTIL=0.90\n")
+    report = matcher().match(said)
+    assert report.root_cause is None
+    m = report.matches[0]
+    assert (m.id, m.confidence) == ("insufficient-free-memory-at-startup", "likely")
+    assert any("left out" in f.says for f in m.evidence)
+    # pieces out of order, or too short to tell, say nothing
+    for text in ('# it fails ("less than desired GPU memory utilization ... Free memory on device")\n',
+                 '# it fails ("Free ... memory ... utilization")\n'):
+        assert not any(m.confidence == "likely" and m.id == "insufficient-free-memory-at-startup"
+                       for m in matcher().match(text).matches), text

@@ -540,6 +540,19 @@ def test_a_server_that_no_longer_accepts_requests_was_serving():
     assert _likely_ids(said) == ["cuda-oom-during-serving"]
     said = "vLLM's profile_run skipped the encoder, over-allocated the KV cache, and OOM'd at runtime once the encoder ran."
     assert _likely_ids(said) == ["cuda-oom-during-serving"]
+    # the server was up: the first prompt it got is a request being served
+    said = "It boots, answers /health, and dies on the first prompt with `torch.OutOfMemoryError` on one 3090."
+    assert _likely_ids(said) == ["cuda-oom-during-serving"]
+    assert _likely_ids("It boots on one 3090, and dies with `torch.OutOfMemoryError` at the first shard.") != \
+        ["cuda-oom-during-serving"]
+
+
+def test_a_function_of_vllms_named_on_their_oom_line_is_the_step():
+    said = "With V2 the KV cache claimed the whole budget and `capture_model()` OOMed at startup on vLLM 0.25.1."
+    assert _likely_ids(said) == ["cuda-oom-during-cudagraph-capture"]
+    # a call whose name tells no step leaves the words to say it
+    said = "With vLLM 0.25.1 `llm.generate()` OOMed at startup."
+    assert _likely_ids(said) == ["cuda-oom-during-startup"]
 
 
 def test_oomed_is_their_oom():

@@ -567,6 +567,12 @@ class Matcher:
             return f"but the traceback's frames show {against}, not {self._entry_stage(entry)}: the wording fits, the stage does not"
         return None
 
+    def _whole_sentence(self, rec: Record, si: int) -> bool:
+        """The record's words are the wording's first sentences, word for word, to a sentence's end (a
+        writer kept "max_num_seqs (1024) exceeds available Mamba cache blocks (512)." of a longer message)."""
+        head, norm = rec.norm.strip(), self.table.sigs[si]["norm"]
+        return len(head) >= 2 * CUT_ANCHOR and norm.startswith(head) and sentence_ends(head, norm[len(head):])
+
     def _rewrapped(self, rec: Record, global_stage: str | None) -> list:
         """A RuntimeError whose text is another class's wording: vLLM's executors re-raise a worker's error
         as RuntimeError ('Worker failed with error ...'), and a paste may keep that class with the worker's
@@ -647,7 +653,9 @@ class Matcher:
             # why the words alone do not make the claim: the answer stays likely and says so
             doubt = None
             # the words that carry the meaning (device, memory space, "out of memory", the class) must agree
-            if rewrapped:
+            # vLLM's own wording word for word (no runtime's text other programs print too): whichever
+            # process raised it, the error is this entry's, and the class is the executor's re-raise
+            if rewrapped and not ((exact or self._whole_sentence(rec, si)) and not self.table.sigs[si].get("shared")):
                 is_conf = False
                 doubt = (f"but vLLM raises these words as {self.table.sigs[si]['exception']}, not RuntimeError: "
                          "RuntimeError is the class its executors re-raise a worker's error under ('Worker failed with "

@@ -111,6 +111,9 @@ _CALL_RE = re.compile(r"(\w+)\(")
 # a call with what qualifies it (`torch.distributed.all_reduce(`): a call into another library's module
 # is none of vLLM's functions, whatever vLLM names its own (the callee table is read from vLLM's code)
 _QCALL_RE = re.compile(r"((?:\w+\.)*)(\w+)\(")
+# other serving engines' packages: their functions share vLLM's names (Scheduler, ModelRunner, ...)
+_OTHER_ENGINE_DIRS = ("/sglang/", "/tensorrt_llm/", "/lmdeploy/", "/text_generation_server/", "/mlc_llm/",
+                      "/llama_cpp/", "/exllamav2/")
 _OTHER_MODULES = frozenset(("torch", "torch_npu", "torch_xla", "np", "numpy", "ray", "asyncio", "os", "sys", "json",
                             "jax", "jnp", "triton", "math", "time", "dist", "F", "nn", "transformers", "safetensors",
                             "concurrent", "multiprocessing", "threading", "subprocess", "functools", "itertools"))
@@ -534,8 +537,9 @@ class Scanner:
                 called += _RPC_RE.findall(stripped)
             # (a call on a PyTorch frame's line is PyTorch's own function, whatever vLLM names alike;
             # a trainer's line calling llm.wake_up() does call vLLM's)
+            # (nor is a call on another serving engine's line: SGLang's scheduler.py builds its own Scheduler)
             under = next((f[2] for f in reversed(self.frames) if f[2] != _CALLED), "")
-            ours = not _runtime_frame(under)
+            ours = not _runtime_frame(under) and not any(d in under.replace("\\", "/") for d in _OTHER_ENGINE_DIRS)
             for func in called:
                 if ours and (func in _HINT_FUNCS or func in self._called or func in self.ctor_sites):
                     self.frames.append((lineno, func, _CALLED))

@@ -461,14 +461,17 @@ def test_pytorchs_allocator_warning_is_a_hint_named_for_pytorch():
     assert matcher().match(raised).matches[0].confidence == "likely"
 
 
-def test_a_runtimeerror_carrying_another_classs_wording_is_likely_that_entry():
-    # vLLM's executors re-raise a worker's ValueError as RuntimeError; a paste may keep that class with its text
+def test_a_runtimeerror_carrying_another_classs_wording_is_that_entry():
+    # vLLM's executors re-raise a worker's ValueError as RuntimeError; a paste may keep that class with its
+    # text. vLLM's own words, whole to a sentence's end, are the entry's whichever process raised them
     text = "RuntimeError: max_num_seqs (256) exceeds available Mamba cache blocks (200).\n"
-    m = matcher().match(text).matches[0]
+    assert matcher().match(text).root_cause == "mamba-cache-blocks-below-max-num-seqs"
+    assert matcher().match(text.replace("RuntimeError", "ValueError")).root_cause == "mamba-cache-blocks-below-max-num-seqs"
+    # the words cut inside the sentence: likely, and it says why
+    cut = "RuntimeError: max_num_seqs (256) exceeds available Mamba cache blocks and so on\n"
+    m = matcher().match(cut).matches[0]
     assert (m.id, m.confidence) == ("mamba-cache-blocks-below-max-num-seqs", "likely")
     assert any("not RuntimeError" in f.says for f in m.evidence)
-    # with vLLM's own class it is the entry, confidently
-    assert matcher().match(text.replace("RuntimeError", "ValueError")).root_cause == "mamba-cache-blocks-below-max-num-seqs"
     # a RuntimeError with words of no entry stays unmatched
     other = matcher().match("RuntimeError: the cache blocks were weighed and found wanting\n")
     assert not [m for m in other.matches if m.confidence != "possible"]

@@ -653,3 +653,13 @@ def test_a_geforce_card_named_by_its_number_is_a_gpu():
 def test_torch_npu_named_as_a_module_attribute_is_the_npu():
     said = "the workspace for each graph under `torch.npu.graph` is not released during capturing, so OOM will happen"
     assert _scan_with_table([said]).device() == "npu"
+
+
+def test_a_call_on_another_serving_engines_line_is_not_vllms_function():
+    # SGLang's scheduler.py builds its own Scheduler: a traceback cut there says nothing of vLLM's code
+    sglang = ('[2025-03-29 18:18:34 TP0] Scheduler hit an exception: Traceback (most recent call last):\n'
+              '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 1999, in run_scheduler_process\n'
+              '    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, dp_rank)\n')
+    assert [m for m in matcher().match(sglang).matches if m.confidence == "likely"] == []
+    vllm = sglang.replace("/sgl-workspace/sglang/python/sglang/srt/managers/", "/usr/lib/python3/site-packages/vllm/v1/core/")
+    assert [m for m in matcher().match(vllm).matches if m.confidence == "likely"] != []

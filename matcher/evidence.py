@@ -107,7 +107,7 @@ _NUMBER_RES = [(name, gate, Lazy(rx)) for name, gate, rx in _NUMBERS]
 _RAISE_RE = Lazy(r"^\s*raise (?P<type>[A-Z]\w*(?:Error|Exception))\((?P<rest>.*)$")
 _ASSERT_RE = Lazy(r"""^assert .+?,\s*(?P<rest>(?:f|r|fr|rf)?["'].*)$""")
 _STRING_RE = Lazy(r"""(?:f|r|fr|rf)?(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)')""")
-_CALL_RE = re.compile(r"(\w+)\(")
+_CALL_RE = re.compile(r"(\w+)\(")  # a call by name: "`capture_model()` OOMed" in a person's sentence
 # a call with what qualifies it (`torch.distributed.all_reduce(`): a call into another library's module
 # is none of vLLM's functions, whatever vLLM names its own (the callee table is read from vLLM's code)
 _QCALL_RE = re.compile(r"((?:\w+\.)*)(\w+)\(")
@@ -228,8 +228,6 @@ _PROSE_STAGE_GATES = ("load", "initiali", "start", "launch", "captur", "graph", 
                       "before", "flight", "erving", "profil", "logprobs", "long", "send", "first", "加载", "启动", "初始化", "推理", "生成", "并发", "请求",
                       "访问")
 _WHEN = {"startup": "at start-up", "cudagraph": "during CUDA-graph capture", "serving": "while serving"}
-# a function called by name in a sentence: "`capture_model()` OOMed", "profile_run( ran out of memory"
-_CALL_RE = Lazy(r"\b([A-Za-z_]\w{3,})\(")
 
 
 def _called_stage(text: str) -> tuple[str, str] | None:

@@ -141,6 +141,7 @@ class Matcher:
         self._meta: dict[str, tuple[bool, frozenset]] | None = None
         self._logsites: Sites | None = None
         self._types: frozenset[str] | None = None
+        self._by_class: dict[str, list[int]] | None = None  # exception class's last name -> its signatures
         # every cause sign of the KB: looked for in each window read, so a fix can follow what the log shows
         self.signs = sorted({sg for e in self.entries for c in e.get("signed", ()) for sg in c["signs"]})
 
@@ -328,9 +329,8 @@ class Matcher:
         from a new one, so the lines below are joined on when, word for word, they go on with exactly
         the wording (one signature's text of the same class) the message began. Literal, so a line of
         the writer's own never joins."""
-        short = rec.type.rsplit(".", 1)[-1]
-        sigs = [sg["norm"] for sg in self.table.sigs
-                if sg.get("exception") and sg["exception"].rsplit(".", 1)[-1] == short]
+        # the wordings the message begins and that go on past it
+        sigs = [self.table.sigs[k]["norm"] for k in self._begun(rec.type, rec.norm.strip())]
         i = rec.at + len(rec.joins)
         message, joins = rec.message, list(rec.joins)
         while sigs and i + 1 < len(parsed):
@@ -340,17 +340,28 @@ class Matcher:
                 break
             longer = message.rstrip() + " " + nxt
             norm = normalise(longer)
-            head = normalise(message)
-            # the joined text must still be the wording's start (or all of it), and the wording must
-            # go on past where the message stopped
-            sigs = [sg for sg in sigs if len(sg) > len(head) and sg.startswith(head)
-                    and (sg.startswith(norm) or norm.startswith(sg))]
+            # the joined text must still be the wording's start (or all of it)
+            sigs = [sg for sg in sigs if sg.startswith(norm) or norm.startswith(sg)]
             if not sigs:
                 break
             joins.append((len(message.rstrip()) + 1, lineno))
             message, i = longer, i + 1
+            # a wording the text now holds whole has no more lines to join
+            sigs = [sg for sg in sigs if len(sg) > len(norm)]
         if len(message) > len(rec.message):
             rec.message, rec.joins, rec._norm, rec._canon, rec._numbers = message, tuple(joins), None, None, None
+
+    def _begun(self, typ: str, head: str) -> list[int]:
+        """The signatures of exception class `typ` (by its last name, as a traceback may print it qualified
+        or not) whose normalised wording begins with `head` and goes on past it."""
+        if self._by_class is None:
+            self._by_class = {}
+            for k, sg in enumerate(self.table.sigs):
+                if sg.get("exception"):
+                    self._by_class.setdefault(sg["exception"].rsplit(".", 1)[-1], []).append(k)
+        sigs = self.table.sigs
+        return [k for k in self._by_class.get(typ.rsplit(".", 1)[-1], ())
+                if len(sigs[k]["norm"]) > len(head) and sigs[k]["norm"].startswith(head)]
 
     def _restored_type(self, typ: str) -> str:
         """An exception class with its first letter or two lost in the copy ("untimeError", "orch.cuda.
@@ -803,9 +814,7 @@ class Matcher:
             head = rec.norm.strip()
             if len(head) < CUT_LINE_MIN or not any(len(w) >= 3 and w.isalpha() for w in head.split()):
                 return None
-            short = rec.type.rsplit(".", 1)[-1]
-            hits = [i for i, sg in enumerate(self.table.sigs) if sg.get("exception") and
-                    sg["exception"].rsplit(".", 1)[-1] == short and len(sg["norm"]) > len(head) and sg["norm"].startswith(head)]
+            hits = self._begun(rec.type, head)
             ends = {i for i in hits if sentence_ends(head, self.table.sigs[i]["norm"][len(head):])}
             says = f"the paste stops inside this line: '{rec.type}: {rec.message.strip()}' is how this entry's wording begins"
         elif _CUT_CLASS_RE.match(rec.message.strip()):

@@ -92,16 +92,12 @@ def _from(t: str, start: int, lits: list[str], gaps: list[list[str]]) -> tuple[d
     return values, True
 
 
-def cut_through(text: str, sig: dict) -> int:
+def cut_point(text: str, sig: dict) -> tuple[int, bool]:
     """How many of the template's literal characters a text holds in order when the text stops partway
     through the wording (a paste cut mid-line: "...: Cannot allocate memory ("), else 0. The text must
-    end inside the template: in a placeholder's value or partway into a literal; a whole match is no cut."""
-    return cut_point(text, sig)[0]
-
-
-def cut_point(text: str, sig: dict) -> tuple[int, bool]:
-    """(cut_through's count, whether the text stops where one of the wording's sentences ends: right
-    before its ". ", or after a "." that a space follows in the wording). (0, False) when no cut."""
+    end inside the template: in a placeholder's value or partway into a literal; a whole match is no cut.
+    With it, whether the text stops where one of the wording's sentences ends: right before its ". ", or
+    after a "." that a space follows in the wording. (0, False) when no cut."""
     lits = sig.get("lits")
     if not lits:
         return 0, False

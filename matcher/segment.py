@@ -576,13 +576,12 @@ def segment_parsed(parsed: list[tuple]) -> tuple[list[Record], frozenset[str]]:
             quoted = inner is None and rec_kind == "bare"
             if quoted:
                 inner = quoted_in_prose(message) or quoted_exception(message)
-                if inner is None:
-                    texts = quoted_texts(message)
-                    inner = texts[0] if texts else None
-                    for text in texts[1:]:
-                        records.append(Record(lineno, "inner", None, level, text, frozenset(cues)))
-                        records[-1].quoted, records[-1].at, records[-1].cue_at = True, start, at
-        if inner:
+        # a sentence may quote several messages between quotation marks: each is scored on its own (the
+        # longest last, so that its record stays the line's last, as when it was the only one read)
+        texts = [inner] if inner or not quoted else quoted_texts(message)
+        for inner in texts[1:] + texts[:1]:
+            if not inner:
+                continue
             inner_exc = _exception(inner)
             if inner_exc:
                 records.append(Record(lineno, "inner", inner_exc[0], level, inner_exc[1], frozenset(cues)))

@@ -400,15 +400,15 @@ def test_a_last_line_cut_partway_through_a_wording_after_other_words_names_its_e
     assert first(text + "\nINFO 01-01 00:00:00 [x.py:1] next line\n") != ("host-oom-loading-weights", "likely")
 
 
-def test_cut_through_counts_the_literal_text_up_to_the_cut():
-    from kvkb.matcher.literal import cut_through
+def test_cut_point_counts_the_literal_text_up_to_the_cut():
+    from kvkb.matcher.literal import cut_point
 
     sig = {"lits": ["unable to mmap ", " bytes from file <", ">: Cannot allocate memory (12)"], "gaps": [[], ["n"], ["p"], []]}
     whole = "unable to mmap 9 bytes from file <a>: Cannot allocate memory (12)"
-    assert cut_through(whole, sig) == 0  # a whole match is no cut
-    assert cut_through(whole[:-3], sig) == len("unable to mmap  bytes from file <>: Cannot allocate memory (")
-    assert cut_through("unable to mmap 9 byt", sig) == len("unable to mmap ") + len(" byt")
-    assert cut_through("nothing like it", sig) == 0
+    assert cut_point(whole, sig)[0] == 0  # a whole match is no cut
+    assert cut_point(whole[:-3], sig)[0] == len("unable to mmap  bytes from file <>: Cannot allocate memory (")
+    assert cut_point("unable to mmap 9 byt", sig)[0] == len("unable to mmap ") + len(" byt")
+    assert cut_point("nothing like it", sig)[0] == 0
 
 
 def test_a_cut_traceback_in_v1s_api_server_process_is_no_device_oom():

@@ -215,7 +215,10 @@ _PROSE_STAGE_RE = Lazy(r"(?i)(?P<startup>\bwhile (?:the )?model is loading|\bloa
                        r"|(?P<cudagraph>\bcapturing (?:the )?(?:(?:full|piecewise|decode|prefill|mixed) )?(?:cuda[- ]?graphs?|cudagraphs?)|\bcuda[- ]?graph capture"
                        r"|\b(?:at|during) (?:the )?(?:real |cuda[- ]?graph |graph )?capture\b)"
                        r"|(?P<serving>\b(?:while|when|during) (?:\w+ ){0,3}?(?:serving|generating|inference|rollout|decoding|decode|prefill|benchmarking|evaluat(?:e|es|ing|ion)|benchmarks?)\b|\bduring (?:the )?(?:generation|decode|evaluation|benchmark)\b|\bunder (?:\w+ )?load\b|\bsaturating load\b|\bin-flight requests?\b|^\s*serving\b|\bafter (?:(?:running|serving) for (?:some|a few|several|many|\d+) (?:hours|minutes)|(?:some|a few|several|many|\d+) (?:requests|hours))\b"
-                       r"|\bafter (?:the )?(?:server )?(?:(?:a )?successful(?:ly)? )?(?:start-?up|starting|launch(?:ing)?|it (?:starts|started)|started)\b"
+                       r"|\bafter (?:the )?(?:server )?(?:(?:a )?successful(?:ly)? )?(?:start-?up|starting|launch(?:ing)?|it (?:starts|started)|started|warm-?up)\b"
+                       # traffic and the requests it brings: "during normal traffic", "concurrent requests", "the next large request"
+                       r"|\b(?:under|during|with|from|once|when) (?:\w+ )?traffic\b|\b(?:with|under|at|during|handling|serving) (?:\S+ )?concurrent (?:requests|users|load)\b"
+                       r"|\bserv(?:e|es|ed|ing) (?:\w+ ){0,2}?requests\b|\bthe next (?:large |long |big )?request\b|\bin the middle of (?:a |one )?request\b"
                        r"|\bduring (?:load[ -]?test(?:ing)?|benchmark(?:ing)?)\b|\bsend(?:s|ing)? (?:a |an |the |many |some |\d+ )?(?:[\w-]+ ){0,2}?(?:prompts?|requests?|quer(?:y|ies))\b"
                        r"|\b(?:prompt_)?logprobs\b|\b(?:accept|process|handl)(?:s|e|es|ed|ing)? (?:new |incoming |more )?requests\b|\b(?:at|during) run-?time\b|\b(?:on|at|with|after) (?:the |a |its |my )?(?:very )?first (?:prompt|request|query|api call|chat|completion)\b|\b(?:input|prompt|request) is (?:excessively |too |very )?long\b|推理时|推理过程|生成时|并发|请求数|访问次数|发送请求|处理请求)")
 # "insufficient KV cache memory", "not enough KV cache", "the KV cache is too small"
@@ -225,7 +228,7 @@ _PROSE_KV_RE = Lazy(r"(?i)\b(?:insufficient|not enough|too little|no available)\
                     r"|kv[ -]?cache ?(?:的)?(?:内存|显存|空间|容量)?(?:不足|不够|太小)")
 _PROSE_LINES_MAX = 256  # lines of a person's words kept for prose_stage
 _PROSE_STAGE_GATES = ("load", "initiali", "start", "launch", "captur", "graph", "while", "when", "during", "after", "warm",
-                      "before", "flight", "erving", "profil", "logprobs", "long", "send", "first", "加载", "启动", "初始化", "推理", "生成", "并发", "请求",
+                      "before", "flight", "erv", "profil", "traffic", "concurren", "request", "logprobs", "long", "send", "first", "加载", "启动", "初始化", "推理", "生成", "并发", "请求",
                       "访问")
 _WHEN = {"startup": "at start-up", "cudagraph": "during CUDA-graph capture", "serving": "while serving"}
 
@@ -294,7 +297,7 @@ _INLINE_FRAME_RE = Lazy(r'File "(?P<path>[^"]+)", line \d+, in (?P<func>[\w<>]+)
 _IPY_FRAME_RE = Lazy(r"^File (?P<path>\S+?):\d+, in (?:[\w<>]+\.)*(?P<func>[\w<>]+)\(")
 # frames that only construct the engine: a traceback cut in them is start-up
 _STARTUP_FRAMES = frozenset(("from_engine_args", "from_vllm_config", "from_engine_configs", "_init_executor",
-                             "_init_workers_ray", "run_mp_engine", "run_engine_core", "_initialize_kv_caches",
+                             "_init_workers_ray", "run_mp_engine", "run_rpc_server", "run_engine_core", "_initialize_kv_caches",
                              "_init_cache", "init_worker", "init_device",
                              # the API server building its engine client (V0 and V1): the engine's whole start-up
                              "build_async_engine_client", "build_async_engine_client_from_engine_args"))

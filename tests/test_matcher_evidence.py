@@ -547,6 +547,19 @@ def test_a_server_that_no_longer_accepts_requests_was_serving():
         ["cuda-oom-during-serving"]
 
 
+def test_traffic_and_the_requests_it_brings_are_serving():
+    said = "The vLLM pod restarted during normal traffic and might OOM again on the next large request."
+    assert _likely_ids(said) == ["cuda-oom-during-serving"]
+    said = "vLLM starts fine, serves short requests, and then OOMs once traffic reaches the activation peak."
+    assert _likely_ids(said) == ["cuda-oom-during-serving"]
+    # after warm-up is after start-up; the warm-up itself is start-up
+    assert _likely_ids("vLLM nodes hit an OOM right after warmup on the A100s.") == ["cuda-oom-during-serving"]
+    assert _likely_ids("vLLM hit an OOM during the sampler warmup on the A100s.") == ["cuda-oom-during-startup"]
+    # a flag's comment naming concurrent requests tells no step
+    said = 'vLLM OOM on the A100: "--max_num_seqs=1",  # Number of concurrent requests.'
+    assert _likely_ids(said) != ["cuda-oom-during-serving"]
+
+
 def test_a_function_of_vllms_named_on_their_oom_line_is_the_step():
     said = "With V2 the KV cache claimed the whole budget and `capture_model()` OOMed at startup on vLLM 0.25.1."
     assert _likely_ids(said) == ["cuda-oom-during-cudagraph-capture"]

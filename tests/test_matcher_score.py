@@ -175,3 +175,14 @@ def test_a_cut_wrapper_line_below_an_error_no_entry_claims_is_only_possible():
     # the wrapper cut alone (nothing above it) is still the wrapper's entry, likely
     alone = "RuntimeError: Engine core initialization failed. See root c"
     assert [m.id for m in matcher().match(alone).matches if m.confidence == "likely"] == ["engine-dead-after-oom"]
+
+
+def test_says_failure_reads_the_words_of_a_failure_and_not_their_look_alikes():
+    from kvkb.matcher.score import says_failure
+
+    for said in ("failed to allocate", "couldn't start", "could not start", "the kv cache is full", "cuda oom",
+                 "killed by sigbus", "too large for the gpu", "no free blocks left"):
+        assert says_failure(said), said
+    # "oom" inside a word ("room", "zoom") and "sig" with no letter after it report nothing
+    for said in ("it allocates memory for the kv cache", "leave room for the zoom view", "sig 1 of 2"):
+        assert not says_failure(said), said

@@ -181,6 +181,18 @@ def test_an_error_pasted_above_a_start_up_that_went_on_tells_no_stage():
     assert m.confidence == "likely"
 
 
+def test_an_error_quoted_above_a_traceback_cut_in_the_rpc_servers_start_is_start_up():
+    # V0's RPC server process (0.5.5-0.6.1) builds its engine in run_rpc_server; the traceback the person
+    # pastes below their quoted error is that error's, cut before it repeats it
+    cut = ("Traceback (most recent call last):\n"
+           '  File "/usr/local/lib/python3.10/dist-packages/vllm/entrypoints/openai/rpc/server.py", line 230, in run_rpc_server\n'
+           "    server = AsyncEngineRPCServer(async_engine_args, usage_context, rp")
+    report, m = top(f"It OOMs now:\n`{BARE_OOM}`\n\n{cut}")
+    assert (m.id, m.confidence) == ("cuda-oom-during-startup", "confident")
+    report, m = top(f"It OOMs now:\n`{BARE_OOM}`\n")
+    assert m.confidence == "likely"
+
+
 def test_the_v0_async_engines_done_callback_is_serving_and_its_line_is_named():
     # V0's AsyncLLMEngine re-raises what killed its background loop in _raise_exception_on_finish: the
     # engine was built and sized before that loop ran, so an OOM it reports came while serving

@@ -795,8 +795,8 @@ class Matcher:
                                    "text": scanner.last_text[:300]}
             else:
                 shown = shown or next((r for r in records if r.level not in ("INFO", "DEBUG")), None)
-                if shown is not None or not scanner.truncated:  # a cut traceback alone has no line to propose
-                    report.new_issue_url = new_issue_url(shown.norm if shown else "", shown.text if shown else "")
+                if shown is not None:  # a cut traceback alone, or a patch, has no line to propose
+                    report.new_issue_url = new_issue_url(shown.norm, shown.text)
         return report
 
     def _cut_line(self, records: list[Record], scanner: Scanner, in_view: list[Record]) -> Match | None:

@@ -286,7 +286,7 @@ _DEVICE_GATE_RE = Lazy(r"NPU|XPU|HPU|TPU|xpu|scend|910|Atlas|NZ format|ipex|Arc|
 
 # A worker that reports the method it was running when it failed (V0's multiproc workers, the
 # executors' RPC): that method is a frame of the failure even when its traceback is cut
-_METHOD_RE = Lazy(r"(?:while processing method|Error executing method) (\w+)")
+_METHOD_RE = Lazy(r"""(?:while processing method|Error executing method) ['"]?(\w+)""")  # '%r' quotes it in newer releases
 _METHOD = "the method the worker ran"
 # `_run_workers("init_cache_engine", ...)`: vLLM calls its workers' methods by name
 _RPC_RE = Lazy(r"""\b(?:_run_workers|run_workers|_run_workers_async|collective_rpc|execute_method)\(\s*["'](\w+)["']""")

@@ -50,6 +50,8 @@ _PREFIXES = [
     # the same with the date and time left out (a log shipper keeps its own time, or the user cut it):
     # "ERROR [core.py:708] ", "ERROR core.py:1138 "; the location must be a Python file:line
     ("head", re.compile(_LEVELS + r"\s+(?:\[(?:[\w.-]+/)*[\w.-]+\.py:\d+\]|(?:[\w.-]+/)*[\w.-]+\.py:\d+\]?)\s")),
+    # the header alone, the line cut before its location ("ERROR 04-13 02:35:01" as a paste's last line)
+    ("head", re.compile(_LEVELS + r"\s+\d\d-\d\d\s+\d\d:\d\d:\d\d(?:[.,]\d+)?\s*$")),
     # process tags: (EngineCore_DP0 pid=123), (VllmWorkerProcess pid=…), (RayWorkerWrapper pid=…, ip=…),
     # (VllmWorker rank=5 pid=3073)
     ("tag", re.compile(r"\((?:[\w.:-]+(?:=\w+)?\s+){0,3}pid=\d+(?:,\s*ip=[\w.:-]+)?\)\s?")),
@@ -57,6 +59,8 @@ _PREFIXES = [
     # ISO / kubectl --timestamps: 2024-06-28T06:11:52.685Z, 2024-06-28 06:11:52,123
     # (one space after it: what follows keeps its own indentation, a traceback's source lines theirs)
     ("stamp", re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s")),
+    # the same in brackets, as Buildkite's log view stamps each line: "[2026-04-13T02:35:01Z] "
+    ("stamp", re.compile(r"\[\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]\s")),
     # a launcher's time of day alone: "18:03:00  (Worker_TP0) INFO [gpu_model_runner.py:5332] ..."
     ("stamp", re.compile(r"\d\d:\d\d:\d\d(?:[.,]\d+)?\s+(?=\S)")),
     # kubectl logs --prefix: [pod/vllm-0/vllm]

@@ -305,6 +305,7 @@ def parse(lines: list[tuple[int, str]]) -> list[tuple]:
     A comment stored as HTML is read as the text it shows: each piece between block tags is a line
     of its own (with the stored line's number); so is each line of a log flattened onto one line."""
     parsed = []
+    hunks = False
     for lineno, raw in lines:
         if raw[:1] == "{" or "\\n" in raw:
             inner = unescape_log(raw)
@@ -327,8 +328,34 @@ def parse(lines: list[tuple[int, str]]) -> list[tuple]:
         if "```" in content:
             parsed.append((lineno, "", level, prefixed, True))  # a fence ends a message
             content = content.replace("```", "").strip()
+        elif content[:3] == "@@ " and _HUNK_RE.match(content):
+            hunks = True
         parsed.append((lineno, content, level, prefixed, False))
-    return parsed
+    return _blank_hunks(parsed) if hunks else parsed
+
+
+# a unified diff's hunk header: the lines under it are a file's text (a patch a person pasted), not
+# what the run printed: a `raise ValueError("...")` a diff removes was never raised
+_HUNK_RE = Lazy(r"@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
+_HUNK_MARKS = frozenset(" +-\\")  # context, added, removed, "\ No newline at end of file"
+
+
+def _blank_hunks(parsed: list[tuple]) -> list[tuple]:
+    """Each diff hunk's lines (from its @@ header while lines begin with a diff's marks) read as blank,
+    and so do a diff's file headers ("diff --git", "--- a/x" over "+++ b/x")."""
+    out, in_hunk = [], False
+    for k, row in enumerate(parsed):
+        content = row[1]
+        if content[:3] == "@@ " and _HUNK_RE.match(content):
+            in_hunk = True
+        elif in_hunk and content and content[0] not in _HUNK_MARKS:
+            in_hunk = False
+        head = not in_hunk and (content.startswith("diff --git ") or (content.startswith("--- ") and k + 1 < len(parsed)
+                                                                    and parsed[k + 1][1].startswith("+++ ")))
+        out.append(row[:1] + ("",) + row[2:] if in_hunk or head else row)
+        if head and content.startswith("--- "):
+            in_hunk = True  # its "+++ b/x" line, then the hunk's header
+    return out
 
 
 # A log stored as data: a JSON record per line (Docker's json-file driver, Kubernetes' and cloud

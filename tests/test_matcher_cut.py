@@ -461,3 +461,15 @@ def test_a_paste_cut_where_a_sentence_of_one_entrys_wording_ends_names_that_erro
     # another error in view that no entry claims: the engine may have died of that one
     report = matcher().match("RuntimeError: DeepGEMM backend is not available or outdated.\n" + whole + "\n")
     assert report.root_cause is None
+
+
+def test_the_method_a_worker_ran_is_read_with_or_without_its_quotes():
+    # newer releases log the method with %r: "Error executing method 'execute_model'."
+    for name in ("execute_model", "'execute_model'"):
+        text = (f"ERROR 08-01 22:42:47 [worker_base.py:1399] Error executing method {name}. This might cause issues in "
+                "distributed execution.\n"
+                "ERROR 08-01 22:42:47 [worker_base.py:1399] Traceback (most recent call last):\n"
+                'ERROR 08-01 22:42:47 [worker_base.py:1399]   File "/x/vllm/worker/worker_base.py", line 1395, in execute_method\n'
+                "ERROR 08-01 22:42:47 [worker_base.py:1399]     return func(*args, **kwargs)\n")
+        got = [(m.id, m.confidence) for m in matcher().match(text).matches]
+        assert got and got[0] == ("cuda-oom-during-serving", "likely"), name

@@ -644,3 +644,33 @@ def test_a_quote_with_parts_left_out_is_likely_the_one_entry_whose_wording_holds
                  '# it fails ("Free ... memory ... utilization")\n'):
         assert not any(m.confidence == "likely" and m.id == "insufficient-free-memory-at-startup"
                        for m in matcher().match(text).matches), text
+
+
+PATCH = '''--- a/vllm/v1/core/encoder_cache_manager.py
++++ b/vllm/v1/core/encoder_cache_manager.py
+@@ -306,16 +306,26 @@
+     max_tokens_per_mm_item = max(mm_max_toks_per_item.values())
+-    if (
+-        scheduler_config.disable_chunked_mm_input
+-        and max_tokens_per_mm_item > scheduler_config.max_num_batched_tokens
+-    ):
+-        raise ValueError(
+-            "Chunked MM input disabled but max_tokens_per_mm_item "
+-            f"({max_tokens_per_mm_item}) is larger than max_num_batched_tokens"
+-            f" ({scheduler_config.max_num_batched_tokens}). Please increase "
++    return compute_budget(max_tokens_per_mm_item)
+'''
+
+
+def test_a_patch_is_a_files_text_not_what_the_run_printed():
+    from kvkb.matcher.segment import parse, segment_parsed
+
+    # the raise a diff removes was never raised: no record, no claim, no entry proposed for its header
+    lines = list(enumerate(PATCH.splitlines(), 1))
+    assert segment_parsed(parse(lines))[0] == []
+    report = matcher().match(PATCH)
+    assert report.confident == [] and report.new_issue_url is None
+    # the same error raised in the run, after the patch, is read
+    ran = PATCH + ("ValueError: Chunked MM input disabled but max_tokens_per_mm_item (16384) is larger than "
+                   "max_num_batched_tokens (8192). Please increase max_num_batched_tokens.\n")
+    assert matcher().match(ran).root_cause == "mm-item-exceeds-max-num-batched-tokens"

@@ -376,3 +376,12 @@ def test_a_paste_newest_first_is_read_oldest_first():
     assert newest_first(list(enumerate(reversed(lines), 1))) is None
     assert newest_first([(1, "2024-01-01 00:00:03 a"), (2, "2024-01-01 00:00:02 b"), (3, "2024-01-01 00:00:04 c"),
                          (4, "2024-01-01 00:00:01 d"), (5, "2024-01-01 00:00:00 e")]) is None
+
+
+def test_buildkites_bracketed_stamp_is_a_launchers_and_a_cut_header_leaves_nothing():
+    line = "[2026-04-13T02:35:01Z] (StageEngineCoreProc pid=762) ERROR 04-13 02:35:01 [core.py:98] ValueError: y"
+    assert strip_prefixes(line)[0:2] == ("ValueError: y", "ERROR")
+    # a paste's last line cut inside vLLM's header, before its location: no text of its own
+    assert strip_prefixes("[2026-04-13T02:35:01Z] (StageEngineCoreProc pid=762) ERROR 04-13 02:35:01")[0:2] == ("", "ERROR")
+    # Hydra's "[date][logger][LEVEL] - " header is not this stamp
+    assert strip_prefixes("[2021-06-06 21:07:33,713][vllm.engine][INFO] - x")[0:2] == ("x", "INFO")

@@ -330,6 +330,8 @@ def parse(lines: list[tuple[int, str]]) -> list[tuple]:
             content = content.replace("```", "").strip()
         elif content[:3] == "@@ " and _HUNK_RE.match(content):
             hunks = True
+        elif (content[:1].isdigit() or content[:8] == "Actions ") and _GUTTER_RE.fullmatch(content):
+            continue  # a web log view's line number, copied between the lines it numbers
         parsed.append((lineno, content, level, prefixed, False))
     return _blank_hunks(parsed) if hunks else parsed
 
@@ -337,24 +339,37 @@ def parse(lines: list[tuple[int, str]]) -> list[tuple]:
 # a unified diff's hunk header: the lines under it are a file's text (a patch a person pasted), not
 # what the run printed: a `raise ValueError("...")` a diff removes was never raised
 _HUNK_RE = Lazy(r"@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
+# a CI web view's gutter, copied with the log: the line's number alone, or Buildkite's "Actions for L2301"
+_GUTTER_RE = Lazy(r"(?:Actions for L)?\d{1,7}")
+_COMMENTS = ("#", "//")
+_CODE_FILES = (".py", ".pyi", ".c", ".cc", ".cpp", ".cu", ".cuh", ".h", ".hpp", ".rs", ".go", ".js", ".ts", ".java", ".sh")
 _HUNK_MARKS = frozenset(" +-\\")  # context, added, removed, "\ No newline at end of file"
 
 
 def _blank_hunks(parsed: list[tuple]) -> list[tuple]:
-    """Each diff hunk's lines (from its @@ header while lines begin with a diff's marks) read as blank,
-    and so do a diff's file headers ("diff --git", "--- a/x" over "+++ b/x")."""
-    out, in_hunk = [], False
+    """A patch of a source file: each hunk's code lines (from its @@ header while lines begin with a
+    diff's marks) read as blank, and so do the diff's file headers ("diff --git", "--- a/x.py" over
+    "+++ b/x.py"). A comment in it is a person's words (the error they hit, noted by the change) and is
+    read as text. A hunk of any other file (a log kept in a repository) is what a run printed: kept."""
+    out, code, in_hunk = [], False, False
     for k, row in enumerate(parsed):
         content = row[1]
+        head = False
         if content[:3] == "@@ " and _HUNK_RE.match(content):
             in_hunk = True
         elif in_hunk and content and content[0] not in _HUNK_MARKS:
             in_hunk = False
-        head = not in_hunk and (content.startswith("diff --git ") or (content.startswith("--- ") and k + 1 < len(parsed)
-                                                                    and parsed[k + 1][1].startswith("+++ ")))
-        out.append(row[:1] + ("",) + row[2:] if in_hunk or head else row)
-        if head and content.startswith("--- "):
-            in_hunk = True  # its "+++ b/x" line, then the hunk's header
+        if not in_hunk and (content.startswith("diff --git ") or (content.startswith("--- ") and k + 1 < len(parsed)
+                                                                  and parsed[k + 1][1].startswith("+++ "))):
+            head, code = True, content.rstrip().endswith(_CODE_FILES)
+        elif content.startswith("+++ ") and k and parsed[k - 1][1].startswith("--- "):
+            head = True
+        if code and (head or in_hunk):
+            if head or not content[1:].lstrip().startswith(_COMMENTS):
+                row = row[:1] + ("",) + row[2:]
+            else:
+                row = row[:1] + (content[1:].lstrip(),) + row[2:]  # a comment: a person's words ("# ValueError: ...")
+        out.append(row)
     return out
 
 

@@ -674,3 +674,20 @@ def test_a_patch_is_a_files_text_not_what_the_run_printed():
     ran = PATCH + ("ValueError: Chunked MM input disabled but max_tokens_per_mm_item (16384) is larger than "
                    "max_num_batched_tokens (8192). Please increase max_num_batched_tokens.\n")
     assert matcher().match(ran).root_cause == "mm-item-exceeds-max-num-batched-tokens"
+    # a comment the change adds is a person's note of the error they hit
+    noted = PATCH.replace("+    return", "+    # ValueError: max_num_batched_tokens (512) is smaller than max_model_len (32768).\n+    return")
+    assert matcher().match(noted).root_cause == "max-num-batched-tokens-below-max-model-len"
+    # a log file kept in a repository, patched: its lines are what a run printed
+    log = ("--- a/run-0.txt\n+++ b/run-0.txt\n@@ -1,2 +1,2 @@\n-started\n+ValueError: Chunked MM input disabled but "
+           "max_tokens_per_mm_item (16384) is larger than max_num_batched_tokens (8192).\n")
+    assert matcher().match(log).root_cause == "mm-item-exceeds-max-num-batched-tokens"
+
+
+def test_a_web_log_views_line_numbers_between_the_lines_are_not_the_log():
+    text = ("ERROR 08-01 22:42:47 [worker_base.py:1399] Traceback (most recent call last):\nActions for L9650\n9650\n"
+            'ERROR 08-01 22:42:47 [worker_base.py:1399]   File "/x/vllm/worker/worker_base.py", line 1395, in execute_method\n'
+            "Actions for L9651\n9651\n"
+            "ERROR 08-01 22:42:47 [worker_base.py:1399]     return func(*args, **kwargs)\n")
+    from kvkb.matcher.segment import parse
+
+    assert [row[1].strip()[:5] for row in parse(list(enumerate(text.splitlines(), 1)))] == ["Trace", "File ", "retur"]

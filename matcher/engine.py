@@ -247,6 +247,11 @@ class Matcher:
                     if scanner.other_program is None and "flax" in low:
                         hf = _HF_FLAX_RE.search(low)
                         scanner.other_program = hf.group(0) if hf else None
+                    if scanner.other_program is None and "Killed process" in window:
+                        # the kernel names the process it killed: a program of its own name ran out, not vLLM
+                        comm = next((m.group(1) for m in _KILLED_RE.finditer(window)
+                                     if not m.group(1).startswith(_VLLM_COMMS)), None)
+                        scanner.other_program = comm
                     if scanner.other_program is None and ":" in window:
                         # a log line's logger, as Python's logging names it ("[axolotl.utils.models.load_model:1273]"):
                         # the program that printed it, when it is not a runtime's module
@@ -1076,6 +1081,13 @@ _OTHER_PROGRAMS = ("sglang", "tensorrt_llm", "tensorrt-llm", "trtllm", "ollama",
 _HF_FLAX_RE = Lazy(r"\bflax[a-z0-9]+for(?:causallm|conditionalgeneration|seq2seqlm|maskedlm)")
 # a Python logger's dotted module name with its line number, in brackets: "[axolotl.utils.models.load_model:1273]"
 # (not a file name: vLLM's own lines say "[core.py:500]")
+# the kernel's "Killed process 1389987 (evalscope)": its command name (15 characters at most)
+_KILLED_RE = Lazy(r"Killed process \d+ \(([^)\s]{1,15})\)")
+# the names vLLM's processes run under (the interpreter, torch's main thread, vLLM's and Ray's process
+# titles), LMCache's server beside it, and the compilers a vLLM build or torch.compile runs: a kill of
+# one of these may be vLLM's
+_VLLM_COMMS = ("python", "pt_", "vllm", "VLLM", "Vllm", "vLLM", "ray", "Ray", "EngineCore", "Worker", "uvicorn", "torchrun",
+               "lmcache", "cicc", "nvcc", "ptxas", "cc1plus", "gcc", "g++", "ld", "ninja", "cmake", "pip", "uv", "triton")
 _LOGGER_RE = Lazy(r"\[([a-z_][a-z0-9_]*)(?:\.(?!py:)[a-z_][a-z0-9_]*)+:\d+\]")
 _PASTE_SCAN = 1 << 20  # a window up to this size is searched whole for the words above
 

@@ -91,6 +91,13 @@ _SAYS_LINES = (
     ("negative", "no-memory-for-cache-blocks",
      Lazy(r"(?i)\bnegative\b[^.]{0,40}?\bkv[ -]?cache\b|\bkv[ -]?cache\b[^.]{0,40}?\bnegative\b"),
      "the person says the room left for the KV cache came out negative: no memory was left for it"),
+    # in words: the start-up check that one step's tokens hold a whole sequence ("making sure
+    # max_num_batched_tokens >= max_model_len", "max-num-batched-tokens smaller than max-model-len")
+    ("batched", "max-num-batched-tokens-below-max-model-len", Lazy(
+        r"(?i)max[_-]num[_-]batched[_-]tokens\W{0,3}(?:(?:is|was|must be|should be|to be|be|set)\s+)?(?:>=|<|≥|"
+        r"(?:smaller|less|lower|no smaller|not smaller|at least)\b)[^.]{0,30}?max[_-]model[_-]len"
+        r"|max[_-]model[_-]len\W{0,3}(?:(?:is|was)\s+)?(?:>|<=|(?:larger|greater|bigger|more)\b)[^.]{0,30}?max[_-]num[_-]batched[_-]tokens"),
+     "the person compares max_num_batched_tokens with max_model_len: vLLM refuses to start when one step's tokens cannot hold a whole sequence"),
     # Ray's memory monitor (Ray 2.x) lists the workers it considered and killed, each as "(Task: job ID=..,
     # lease ID=.., task name=.., .., pid=.., actual memory used=7.39GB, worker ID=..)": only that report
     # prints a worker's memory this way (its docs, "Limiting the memory usage")
@@ -908,7 +915,10 @@ def host_facts(sc: Scanner) -> list[Fact]:
         return []
     strong = [f for f, s in sc.host if s]
     if strong:
-        return strong[:3] + ([sc.died] if sc.died else [])
+        other = [Fact(None, "", f"the paste shows {sc.other_program!r} and never vLLM: another program's "
+                                f"memory may have run out; if vLLM ran too, paste its log")] \
+            if sc.other_program and not sc.vllm_seen else []
+        return strong[:3] + ([sc.died] if sc.died else []) + other
     if sc.device_oom is not None and all(f.says.startswith("the person says") for f, _ in sc.host):
         return []  # "the OOM killed the engine" about a device OOM in view is no host-RAM kill
     weak = sc.host[-1][0]

@@ -691,3 +691,17 @@ def test_a_web_log_views_line_numbers_between_the_lines_are_not_the_log():
     from kvkb.matcher.segment import parse
 
     assert [row[1].strip()[:5] for row in parse(list(enumerate(text.splitlines(), 1)))] == ["Trace", "File ", "retur"]
+
+
+KILL = ("kernel: Out of memory: Killed process 1389987 ({comm}) total-vm:17422176kB, anon-rss:14819268kB, file-rss:2560kB, "
+        "shmem-rss:0kB, UID:1000 pgtables:29576kB oom_score_adj:0\n")
+
+
+def test_the_kernel_killing_a_program_of_another_name_is_that_programs_run():
+    # a load-test client killed, vLLM named nowhere: the kernel's text, not vLLM's run
+    got = matcher().match(KILL.format(comm="evalscope"))
+    assert got.confident == [] and got.matches[0].id == "host-oom-killer" and "'evalscope'" in " ".join(
+        f.says for f in got.matches[0].evidence)
+    # the names vLLM's processes run under (and the compilers its build runs) may be vLLM's
+    for comm in ("python3", "pt_main_thread", "VLLM::Worker_TP", "vLLM::EngineCor", "cicc"):
+        assert matcher().match(KILL.format(comm=comm)).root_cause == "host-oom-killer", comm

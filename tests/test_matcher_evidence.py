@@ -676,3 +676,13 @@ def test_a_call_on_another_serving_engines_line_is_not_vllms_function():
     assert [m for m in matcher().match(sglang).matches if m.confidence == "likely"] == []
     vllm = sglang.replace("/sgl-workspace/sglang/python/sglang/srt/managers/", "/usr/lib/python3/site-packages/vllm/v1/core/")
     assert [m for m in matcher().match(vllm).matches if m.confidence == "likely"] != []
+
+
+def test_a_person_comparing_batched_tokens_with_max_model_len_names_the_start_up_check():
+    said = "Also, let's just avoid the vLLM error by making sure max_num_batched_tokens >= max_model_len"
+    assert _likely_ids(said)[:1] == ["max-num-batched-tokens-below-max-model-len"]
+    said = "vLLM will not start when --max-num-batched-tokens is smaller than --max-model-len."
+    assert _likely_ids(said)[:1] == ["max-num-batched-tokens-below-max-model-len"]
+    # both named with no comparison between them says nothing
+    assert "max-num-batched-tokens-below-max-model-len" not in _likely_ids(
+        "vLLM flags: max_num_batched_tokens 8192, max_model_len 4096, both set in the yaml.")

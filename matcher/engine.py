@@ -566,6 +566,12 @@ class Matcher:
         if shared and not scanner.vllm_seen and scanner.other_program:
             return (f"but this is {shared}'s text, which other programs print too, and the paste shows "
                     f"{scanner.other_program!r}, never vLLM: if vLLM did run, paste its log to confirm")
+        # a value written as a placeholder ("Tried to allocate xxx GiB", "(IP: <ip address>)"): a manual's
+        # or a FAQ's description of the error, not a line a run printed (a run prints the value)
+        held = _PLACEHOLDER_RE.search(rec.message) if ("xx" in rec.message or "XX" in rec.message or "<" in rec.message) else None
+        if held:
+            return (f"but {held.group(0)!r} stands where a run prints a value: this describes the error (a manual, a "
+                    "FAQ), it is not a line a run printed; paste your run's own line to confirm")
         # a short wording met word for word inside a person's sentence ("I'm experiencing an XPU out of
         # memory error when fine-tuning ..."): their words naming the error, not the line a program printed
         if rec.kind == "bare" and exact and _in_passing(rec.message, self.table.sigs[si]["norm"]):
@@ -1088,6 +1094,7 @@ _KILLED_RE = Lazy(r"Killed process \d+ \(([^)\s]{1,15})\)")
 # one of these may be vLLM's
 _VLLM_COMMS = ("python", "pt_", "vllm", "VLLM", "Vllm", "vLLM", "ray", "Ray", "EngineCore", "Worker", "uvicorn", "torchrun",
                "lmcache", "cicc", "nvcc", "ptxas", "cc1plus", "gcc", "g++", "ld", "ninja", "cmake", "pip", "uv", "triton")
+_PLACEHOLDER_RE = Lazy(r"(?<![\w/.-])(?:x{3,}|X{3,})(?![\w/.-])|<[a-z]+(?: [a-z]+)+>")
 _LOGGER_RE = Lazy(r"\[([a-z_][a-z0-9_]*)(?:\.(?!py:)[a-z_][a-z0-9_]*)+:\d+\]")
 _PASTE_SCAN = 1 << 20  # a window up to this size is searched whole for the words above
 

@@ -85,6 +85,35 @@ def meaning_differs(line: str, sig: dict) -> str | None:
         lsig, ssig = set(_SIGNAL_RE.findall(line)), set(_SIGNAL_RE.findall(sig["norm"]))
         if ssig and not (lsig & ssig):
             return f"its signal is {'/'.join(sorted(lsig)).upper() or 'none'}, not {'/'.join(sorted(ssig)).upper()}"
+    turn = goes_on_otherwise(line, sig["norm"])
+    if turn:
+        return f"its sentence goes on '{turn[0]} ...' where the wording's goes on '{turn[1]} ...'"
+    return None
+
+
+_HEAD = 3  # words that begin a sentence
+_SENTENCE_WORD_RE = re.compile(r"[a-z0-9_<>]+")
+
+
+def _words(sentence: str) -> list[str]:
+    """The words, numbers left out (a paste may lack one: "GPU  has" for "GPU 0 has")."""
+    return [w for w in _SENTENCE_WORD_RE.findall(sentence) if w != "<n>"]
+
+
+def goes_on_otherwise(line: str, norm: str) -> tuple[str, str] | None:
+    """A later sentence the line begins as the wording's does and goes on otherwise, the first sentences
+    agreeing ("However, your messages resulted in" for "However, your prompt contains"): another
+    program's message in the same mould, not this one. (line's head, wording's head), or None."""
+    if ". " not in line or ". " not in norm:
+        return None
+    lines, words = line.split(". "), norm.split(". ")
+    if _words(lines[0])[:_HEAD] != _words(words[0])[:_HEAD]:
+        return None
+    for ls, ws in zip(lines[1:], words[1:]):
+        # words alone: quotes and punctuation vary between releases and pastes ('x' for `x`)
+        lw, sw = _words(ls)[:_HEAD], _words(ws)[:_HEAD]
+        if len(lw) == len(sw) == _HEAD and lw[0] == sw[0] and lw != sw:
+            return " ".join(lw), " ".join(sw)
     return None
 
 

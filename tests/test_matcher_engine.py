@@ -705,3 +705,10 @@ def test_the_kernel_killing_a_program_of_another_name_is_that_programs_run():
     # the names vLLM's processes run under (and the compilers its build runs) may be vLLM's
     for comm in ("python3", "pt_main_thread", "VLLM::Worker_TP", "vLLM::EngineCor", "cicc"):
         assert matcher().match(KILL.format(comm=comm)).root_cause == "host-oom-killer", comm
+
+
+def test_a_value_written_as_a_placeholder_is_a_description_not_a_runs_line():
+    # a manual's sample ("Tried to allocate xxx GiB") describes the error; a run prints the number
+    got = matcher().match("RuntimeError: NPU out of memory. Tried to allocate xxx GiB.")
+    assert got.confident == []
+    assert matcher().match("RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB.").root_cause == "npu-out-of-memory"

@@ -186,3 +186,24 @@ def test_says_failure_reads_the_words_of_a_failure_and_not_their_look_alikes():
     # "oom" inside a word ("room", "zoom") and "sig" with no letter after it report nothing
     for said in ("it allocates memory for the kv cache", "leave room for the zoom view", "sig 1 of 2"):
         assert not says_failure(said), said
+
+
+def test_a_sentence_that_begins_as_the_wordings_and_goes_on_otherwise_is_another_message():
+    from kvkb.matcher.score import goes_on_otherwise
+
+    vllm = ("this model's maximum context length is <n> tokens. however, your prompt contains <n> input tokens, "
+            "which exceeds this limit even without any output tokens.")
+    openai = "this model's maximum context length is <n> tokens. however, your messages resulted in <n> tokens."
+    assert goes_on_otherwise(openai, vllm) == ("however your messages", "however your prompt")
+    # quotes, punctuation and a missing number are no other message
+    assert goes_on_otherwise("x is <n>. try increasing 'gpu_memory_utilization' now", "x is <n>. try increasing `gpu_memory_utilization`") is None
+    assert goes_on_otherwise("cuda out of memory. tried to allocate <n> mib. gpu has a total",
+                             "cuda out of memory. tried to allocate <n> mib. gpu <n> has a total") is None
+    # first sentences that differ: no sentence to compare after them
+    assert goes_on_otherwise("another thing is <n>. however, your messages resulted", vllm) is None
+
+
+def test_a_near_miss_of_vllms_context_length_wording_is_no_confident_claim():
+    line = ("BadRequestError: Error code: 400 - {'error': {'message': \"This model's maximum context length is 4097 "
+            "tokens. However, your messages resulted in 6988 tokens. Please reduce the length of the messages.\"}}")
+    assert Matcher.from_entries(kb_entries()).match(line).confident == []

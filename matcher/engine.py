@@ -1085,8 +1085,6 @@ _OTHER_PROGRAMS = ("sglang", "tensorrt_llm", "tensorrt-llm", "trtllm", "ollama",
 # Hugging Face transformers' JAX models (FlaxGemmaForCausalLM...): a program that is not vLLM (vLLM's own
 # JAX models, tpu-inference, are not named so)
 _HF_FLAX_RE = Lazy(r"\bflax[a-z0-9]+for(?:causallm|conditionalgeneration|seq2seqlm|maskedlm)")
-# a Python logger's dotted module name with its line number, in brackets: "[axolotl.utils.models.load_model:1273]"
-# (not a file name: vLLM's own lines say "[core.py:500]")
 # the kernel's "Killed process 1389987 (evalscope)": its command name (15 characters at most)
 _KILLED_RE = Lazy(r"Killed process \d+ \(([^)\s]{1,15})\)")
 # the names vLLM's processes run under (the interpreter, torch's main thread, vLLM's and Ray's process
@@ -1094,7 +1092,10 @@ _KILLED_RE = Lazy(r"Killed process \d+ \(([^)\s]{1,15})\)")
 # one of these may be vLLM's
 _VLLM_COMMS = ("python", "pt_", "vllm", "VLLM", "Vllm", "vLLM", "ray", "Ray", "EngineCore", "Worker", "uvicorn", "torchrun",
                "lmcache", "cicc", "nvcc", "ptxas", "cc1plus", "gcc", "g++", "ld", "ninja", "cmake", "pip", "uv", "triton")
+# a value a manual leaves out: "xxx", "<ip address>" (two words at least: "<module>" is a frame's name)
 _PLACEHOLDER_RE = Lazy(r"(?<![\w/.-])(?:x{3,}|X{3,})(?![\w/.-])|<[a-z]+(?: [a-z]+)+>")
+# a Python logger's dotted module name with its line number, in brackets: "[axolotl.utils.models.load_model:1273]"
+# (not a file name: vLLM's own lines say "[core.py:500]")
 _LOGGER_RE = Lazy(r"\[([a-z_][a-z0-9_]*)(?:\.(?!py:)[a-z_][a-z0-9_]*)+:\d+\]")
 _PASTE_SCAN = 1 << 20  # a window up to this size is searched whole for the words above
 

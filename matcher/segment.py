@@ -315,13 +315,13 @@ def parse(lines: list[tuple[int, str]]) -> list[tuple]:
         if ("<" in raw or "&" in raw) and _HTML_ANY_RE.search(raw):
             for piece in unhtml(raw):
                 for part in unflatten(piece):
-                    _parse_one(parsed, lineno, part)
+                    hunks |= _parse_one(parsed, lineno, part)
             continue
         if len(raw) >= UNFLATTEN_MIN and (raw.count(".py") >= 2 or raw.lstrip().startswith('File "')):
             parts = unflatten(raw)
             if len(parts) > 1:
                 for part in parts:
-                    _parse_one(parsed, lineno, part)
+                    hunks |= _parse_one(parsed, lineno, part)
                 continue
         # _parse_one written out: a call per line shows on a big log
         content, level, prefixed = strip_prefixes_shaped(clean_line(raw))
@@ -474,12 +474,19 @@ def _cut(line: str, at: list[int]) -> list[str]:
     return pieces
 
 
-def _parse_one(parsed: list, lineno: int, raw: str) -> None:
+def _parse_one(parsed: list, lineno: int, raw: str) -> bool:
+    """Appends the line's row (none for a web view's line number); True when it is a diff hunk's header."""
     content, level, prefixed = strip_prefixes_shaped(clean_line(raw))
+    hunk = False
     if "```" in content:
         parsed.append((lineno, "", level, prefixed, True))  # a fence ends a message
         content = content.replace("```", "").strip()
+    elif content[:3] == "@@ " and _HUNK_RE.match(content):
+        hunk = True
+    elif (content[:1].isdigit() or content[:8] == "Actions ") and _GUTTER_RE.fullmatch(content):
+        return False  # a web log view's line number, copied between the lines it numbers
     parsed.append((lineno, content, level, prefixed, False))
+    return hunk
 
 
 # Log lines at these levels report, they do not raise: "INFO: 127.0.0.1 - ..." is no exception

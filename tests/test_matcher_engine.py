@@ -712,3 +712,13 @@ def test_a_value_written_as_a_placeholder_is_a_description_not_a_runs_line():
     got = matcher().match("RuntimeError: NPU out of memory. Tried to allocate xxx GiB.")
     assert got.confident == []
     assert matcher().match("RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB.").root_cause == "npu-out-of-memory"
+
+
+def test_a_pasted_html_comment_drops_the_line_numbers_and_reads_its_patch_as_code_too():
+    # a comment stored as HTML goes through the same per-line reading as plain text
+    from kvkb.matcher.segment import parse
+
+    html = "<p>ERROR 08-01 22:42:47 [worker_base.py:1399] Traceback (most recent call last):</p><p>9650</p>"
+    assert [row[1] for row in parse([(1, html)]) if row[1]] == ["Traceback (most recent call last):"]
+    report = matcher().match("<pre>" + PATCH.replace("\n", "<br>") + "</pre>")
+    assert report.confident == []

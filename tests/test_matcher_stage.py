@@ -182,7 +182,7 @@ def test_an_error_pasted_above_a_start_up_that_went_on_tells_no_stage():
 
 
 def test_an_error_quoted_above_a_traceback_cut_in_the_rpc_servers_start_is_start_up():
-    # V0's RPC server process (0.5.5-0.6.1) builds its engine in run_rpc_server; the traceback the person
+    # V0's RPC server process (entrypoints/openai/rpc/server.py) builds its engine in run_rpc_server; the traceback the person
     # pastes below their quoted error is that error's, cut before it repeats it
     cut = ("Traceback (most recent call last):\n"
            '  File "/usr/local/lib/python3.10/dist-packages/vllm/entrypoints/openai/rpc/server.py", line 230, in run_rpc_server\n'

@@ -17,7 +17,8 @@ from .evidence import (RUNTIME_PACKAGES, VLLM_WORDS, Fact, Hint, Scanner, frames
                        room_left)
 from .literal import cut_point, sentence_ends, walk
 from .logsites import Sites, site_of, stated_release
-from .normalize import Lazy, normalise
+from .normalize import normalise
+from .regex_cache import Lazy
 from .score import MIN_DISTINCT, Table, meaning_differs
 from .segment import (Record, cues_of, dedent_blocks, newest_first, parse, segment, segment_parsed, split_lines, stage,
                       strip_learned_prefix)

@@ -24,9 +24,9 @@ counts where an error line names another cause.
 
 from __future__ import annotations
 
-import re
+from .regex_cache import Lazy, compile as _rx
 
-from .normalize import Lazy, to_number
+from .normalize import to_number
 from .segment import _FRAME_RE, _PATH_CUES, _exception, MILESTONE_WORDS, MILESTONES, cues_of, frame_cues, stage
 
 # --- start-ups and milestones ------------------------------------------------------------------
@@ -114,10 +114,10 @@ _NUMBER_RES = [(name, gate, Lazy(rx)) for name, gate, rx in _NUMBERS]
 _RAISE_RE = Lazy(r"^\s*raise (?P<type>[A-Z]\w*(?:Error|Exception))\((?P<rest>.*)$")
 _ASSERT_RE = Lazy(r"""^assert .+?,\s*(?P<rest>(?:f|r|fr|rf)?["'].*)$""")
 _STRING_RE = Lazy(r"""(?:f|r|fr|rf)?(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)')""")
-_CALL_RE = re.compile(r"(\w+)\(")  # a call by name: "`capture_model()` OOMed" in a person's sentence
+_CALL_RE = _rx(r"(\w+)\(")  # a call by name: "`capture_model()` OOMed" in a person's sentence
 # a call with what qualifies it (`torch.distributed.all_reduce(`): a call into another library's module
 # is none of vLLM's functions, whatever vLLM names its own (the callee table is read from vLLM's code)
-_QCALL_RE = re.compile(r"((?:\w+\.)*)(\w+)\(")
+_QCALL_RE = _rx(r"((?:\w+\.)*)(\w+)\(")
 # other serving engines' packages: their functions share vLLM's names (Scheduler, ModelRunner, ...)
 _OTHER_ENGINE_DIRS = ("/sglang/", "/tensorrt_llm/", "/lmdeploy/", "/text_generation_server/", "/mlc_llm/",
                       "/llama_cpp/", "/exllamav2/")

@@ -10,10 +10,11 @@ import math
 import re
 
 from .normalize import to_number
+from .regex_cache import Lazy, compile as _rx
 
 BLOCK = 16  # the GPU KV block size; a max_model_len that is a multiple of it wastes no block
 
-_CONTEXT_PATTERNS = [
+_CONTEXT_PATTERNS = [(names, words, Lazy(rx)) for names, words, rx in [
     # (names, words the line must contain, regex): numbers vLLM prints on other lines of a startup
     # log. A regex is compiled only when its words are in the paste (each compile costs ~0.3 ms).
     (("free_gib", "total_gib"), ("Free memory on device",), r"Free memory on device[^(\n]*\((-?[\d.]+)/([\d.]+) GiB\)"),
@@ -27,18 +28,18 @@ _CONTEXT_PATTERNS = [
     (("kv_cache_space_gib_now",), ("VLLM_CPU_KVCACHE_SPACE",), r"VLLM_CPU_KVCACHE_SPACE[=: ]+(\d+)\b"),
     (("kv_cache_space_gib_now",), ("VLLM_CPU_KVCACHE_SPACE",), r"VLLM_CPU_KVCACHE_SPACE \(Gi?B\) for CPU backend is not set, using (\d+) by default"),
     (("available_kv_gib",), ("Available KV cache memory",), r"Available KV cache memory: (-?[\d.]+) GiB"),
-]
+]]
 
 # Where a startup log names the model: the CLI's non-default args, the engine config line, the
 # command line, a Python call. The first one found wins.
 # (a model id or path holds no space, comma or line break: a quote left open in the person's code
 # must not run the value on into the next lines)
-_MODEL_PATTERNS = [
+_MODEL_PATTERNS = [(word, Lazy(rx)) for word, rx in [
     ("'model':", r"'model': '([^'\s,]+)'"),
     ("model=", r"\bmodel='([^'\s,]+)'"),
     ("model=", r"\bmodel=\"([^\"\s,]+)\""),
     ("vllm serve", r"vllm serve\s+([\w.\-/]+)"),
-]
+]]
 
 
 def context_values(text: str) -> dict[str, float]:
@@ -47,7 +48,7 @@ def context_values(text: str) -> dict[str, float]:
     for names, words, pattern in _CONTEXT_PATTERNS:
         if all(n in found for n in names) or not any(w in text for w in words):
             continue
-        m = re.search(pattern, text)  # re caches the compiled pattern
+        m = pattern.search(text)
         if not m:
             continue
         for name, value in zip(names, m.groups()):
@@ -55,7 +56,7 @@ def context_values(text: str) -> dict[str, float]:
             if num is not None and name not in found:
                 found[name] = num
     for word, pattern in _MODEL_PATTERNS:
-        if word in text and (m := re.search(pattern, text)):
+        if word in text and (m := pattern.search(text)):
             found["model"] = m.group(1)  # a string among the numbers: only derive() reads it
             break
     return found
@@ -196,8 +197,8 @@ def derive(v: dict[str, float], wanted: set[str] | None = None) -> tuple[dict[st
     return values, notes
 
 
-_PH_RE = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
-_MODEL_WORD = re.compile(r"\bMODEL\b")
+_PH_RE = _rx(r"\{([a-z_][a-z0-9_]*)\}")
+_MODEL_WORD = _rx(r"\bMODEL\b")
 
 
 def placeholders(text: str) -> list[str]:

@@ -16,6 +16,8 @@ import os
 import re
 import sys
 
+from .regex_cache import compile as _rx
+
 # Bump when normalise(), the index layout or what is derived at build time changes.
 FORMAT = 28
 # whose texts only a vLLM run prints: vLLM's Python and C++ code (an invented text is no one's)
@@ -130,7 +132,7 @@ def finish(index: dict) -> dict:
 
 
 # `UvaBuffer.__init__` in a signature's note: the class whose constructor raises that wording
-_CTOR_SITE_RE = re.compile(r"\b([A-Z][A-Za-z0-9]+)\.__init__\b")
+_CTOR_SITE_RE = _rx(r"\b([A-Z][A-Za-z0-9]+)\.__init__\b")
 
 
 def _fix_record(fix) -> dict:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 
-from .normalize import Lazy
+from .regex_cache import Lazy
 
 LOGSITES_PATH = os.path.join(os.path.dirname(os.path.realpath(__file__)), "logsites.json")
 STAGE_WORDS = {"startup": "start-up", "cudagraph": "CUDA-graph capture", "serving": "serving"}

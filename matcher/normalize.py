@@ -7,31 +7,14 @@ scorer compares with signature templates normalised the same way.
 
 from __future__ import annotations
 
-import re
-
-
-class Lazy:
-    """A regex compiled on first use. kbmatch's start-up is measured, compiling costs 0.1-1 ms a
-    pattern, and most pastes never need the rarer ones (ANSI codes, box borders, wrappers)."""
-
-    __slots__ = ("_args", "_rx")
-
-    def __init__(self, *args):
-        self._args = args
-        self._rx = None
-
-    def __getattr__(self, name):
-        rx = self._rx
-        if rx is None:
-            rx = self._rx = re.compile(*self._args)
-        return getattr(rx, name)
+from .regex_cache import Lazy, compile as _rx
 
 
 ANSI_BYTES_RE = Lazy(rb"\x1b(?:\[[0-9;:?<=>]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 ANSI_RE = Lazy(r"\x1b(?:\[[0-9;:?<=>]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 
 # Control characters other than tab; NULs and friends from binary junk must not reach the scorer.
-_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_CONTROL_RE = _rx(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 # One prefix at the start of a line. Applied repeatedly: docker-compose + kubectl + timestamp + process
 # tag + vLLM logger prefix can all stack on one line. Each has a kind:
@@ -46,58 +29,58 @@ _CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _LEVELS = r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)"
 _PREFIXES = [
     # vLLM logger: "ERROR 11-20 10:12:01 [core.py:708] " (>=0.8) or "ERROR 10-16 05:20:48 registry.py:264] " (older)
-    ("head", re.compile(_LEVELS + r"\s+\d\d-\d\d\s+\d\d:\d\d:\d\d(?:[.,]\d+)?\s+(?:\[[^\]\s]+:\d+\]|[^\]\s]+:\d+\])\s?")),
+    ("head", _rx(_LEVELS + r"\s+\d\d-\d\d\s+\d\d:\d\d:\d\d(?:[.,]\d+)?\s+(?:\[[^\]\s]+:\d+\]|[^\]\s]+:\d+\])\s?")),
     # the same with the date and time left out (a log shipper keeps its own time, or the user cut it):
     # "ERROR [core.py:708] ", "ERROR core.py:1138 "; the location must be a Python file:line
-    ("head", re.compile(_LEVELS + r"\s+(?:\[(?:[\w.-]+/)*[\w.-]+\.py:\d+\]|(?:[\w.-]+/)*[\w.-]+\.py:\d+\]?)\s")),
+    ("head", _rx(_LEVELS + r"\s+(?:\[(?:[\w.-]+/)*[\w.-]+\.py:\d+\]|(?:[\w.-]+/)*[\w.-]+\.py:\d+\]?)\s")),
     # the header alone, the line cut before its location ("ERROR 04-13 02:35:01" as a paste's last line)
-    ("head", re.compile(_LEVELS + r"\s+\d\d-\d\d\s+\d\d:\d\d:\d\d(?:[.,]\d+)?\s*$")),
+    ("head", _rx(_LEVELS + r"\s+\d\d-\d\d\s+\d\d:\d\d:\d\d(?:[.,]\d+)?\s*$")),
     # process tags: (EngineCore_DP0 pid=123), (VllmWorkerProcess pid=…), (RayWorkerWrapper pid=…, ip=…),
     # (VllmWorker rank=5 pid=3073)
-    ("tag", re.compile(r"\((?:[\w.:-]+(?:=\w+)?\s+){0,3}pid=\d+(?:,\s*ip=[\w.:-]+)?\)\s?")),
-    ("tag", re.compile(r"\[rank\d+\]:\s?")),
+    ("tag", _rx(r"\((?:[\w.:-]+(?:=\w+)?\s+){0,3}pid=\d+(?:,\s*ip=[\w.:-]+)?\)\s?")),
+    ("tag", _rx(r"\[rank\d+\]:\s?")),
     # ISO / kubectl --timestamps: 2024-06-28T06:11:52.685Z, 2024-06-28 06:11:52,123
     # (one space after it: what follows keeps its own indentation, a traceback's source lines theirs)
-    ("stamp", re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s")),
+    ("stamp", _rx(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s")),
     # the same in brackets, as Buildkite's log view stamps each line: "[2026-04-13T02:35:01Z] "
-    ("stamp", re.compile(r"\[\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]\s")),
+    ("stamp", _rx(r"\[\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]\s")),
     # a launcher's time of day alone: "18:03:00  (Worker_TP0) INFO [gpu_model_runner.py:5332] ..."
-    ("stamp", re.compile(r"\d\d:\d\d:\d\d(?:[.,]\d+)?\s+(?=\S)")),
+    ("stamp", _rx(r"\d\d:\d\d:\d\d(?:[.,]\d+)?\s+(?=\S)")),
     # kubectl logs --prefix: [pod/vllm-0/vllm]
-    ("tag", re.compile(r"\[pod/[^\]\s]+\]\s")),
+    ("tag", _rx(r"\[pod/[^\]\s]+\]\s")),
     # Google Cloud Logging export: [resource.labels.containerName: vllm]
-    ("tag", re.compile(r"\[resource\.labels\.\w+: [^\]]*\]\s")),
+    ("tag", _rx(r"\[resource\.labels\.\w+: [^\]]*\]\s")),
     # docker compose: "vllm-1  | "
-    ("tag", re.compile(r"[\w.-]+\s+\|\s")),
+    ("tag", _rx(r"[\w.-]+\s+\|\s")),
     # uvicorn / python logging: "INFO:     ", "ERROR:vllm...:" is rare, not stripped
-    ("head", re.compile(_LEVELS + r":\s+")),
+    ("head", _rx(_LEVELS + r":\s+")),
     # syslog / journald: "Nov 22 02:05:01 host vllm[123]: "
-    ("stamp", re.compile(r"[A-Z][a-z]{2}\s+\d+\s\d\d:\d\d:\d\d\s\S+\s[\w.-]+(?:\[\d+\])?:\s")),
+    ("stamp", _rx(r"[A-Z][a-z]{2}\s+\d+\s\d\d:\d\d:\d\d\s\S+\s[\w.-]+(?:\[\d+\])?:\s")),
     # Hydra / python logging: "[2021-06-06 21:07:33,713][vllm.engine][INFO] - "
-    ("head", re.compile(r"\[\d{4}-\d\d-\d\d[^\]]*\](?:\[[\w.]+\])?\[" + _LEVELS + r"\]\s-\s")),
+    ("head", _rx(r"\[\d{4}-\d\d-\d\d[^\]]*\](?:\[[\w.]+\])?\[" + _LEVELS + r"\]\s-\s")),
     # Kubernetes CRI log files: "stdout F " after the timestamp
-    ("stamp", re.compile(r"(?:stdout|stderr)\s[FP]\s")),
+    ("stamp", _rx(r"(?:stdout|stderr)\s[FP]\s")),
     # klog (Go controllers): "I0902 00:55:35.305769       1 server.go:2282] "
     # (glog's too: XLA, the TPU runtime, PJRT; its first letter is the severity)
-    ("head", re.compile(r"(?P<sev>[IWEF])\d{4}\s\d\d:\d\d:\d\d\.\d+\s+\d+\s[\w.-]+:\d+\]\s")),
+    ("head", _rx(r"(?P<sev>[IWEF])\d{4}\s\d\d:\d\d:\d\d\.\d+\s+\d+\s[\w.-]+:\d+\]\s")),
     # the kernel's log (dmesg): "[ 2448.628970] " (seconds since boot, printk's 6 decimals) or, with
     # dmesg -T, "[Mon Nov 23 10:02:11 2026] ": one per kernel record
-    ("head", re.compile(r"\[\s*\d+\.\d{6}\]\s")),
-    ("head", re.compile(r"\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]?\d \d\d:\d\d:\d\d \d{4}\]\s")),
+    ("head", _rx(r"\[\s*\d+\.\d{6}\]\s")),
+    ("head", _rx(r"\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]?\d \d\d:\d\d:\d\d \d{4}\]\s")),
     # launcher tags: "[mineru] ", "[Error] (Process) ", "(Worker_TP0) "; a tag is one token
-    ("tag", re.compile(r"\[[A-Za-z][\w.-]{0,40}\]:?\s+")),
-    ("tag", re.compile(r"\([A-Z][\w.-]{0,40}\)\s+")),
+    ("tag", _rx(r"\[[A-Za-z][\w.-]{0,40}\]:?\s+")),
+    ("tag", _rx(r"\([A-Z][\w.-]{0,40}\)\s+")),
     # markdown or e-mail quoting, a REPL prompt
     # (one space after it: a quoted traceback keeps its own indentation)
-    ("tag", re.compile(r"(?:>+|>>>)(?: ?(?=\S|\s+\S)|\s*$)")),
+    ("tag", _rx(r"(?:>+|>>>)(?: ?(?=\S|\s+\S)|\s*$)")),
     # a level word alone ("INFO Started server process", "WARNING something")
-    ("head", re.compile(_LEVELS + r"\s+(?=\S)")),
+    ("head", _rx(_LEVELS + r"\s+(?=\S)")),
 ]
 # glog / klog's first letter. Not "I": another program's INFO line may carry vLLM's error in what it
 # reports (a gateway's "HTTP call done" with the error body), and INFO lines are compared with INFO
 # wordings only
 _SEVERITY = {"I": None, "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
-_PREFIX_HINT = re.compile(r"[A-Z(\[\d\w>]")
+_PREFIX_HINT = _rx(r"[A-Z(\[\d\w>]")
 
 _BOX = "\u2500-\u257f\u2580-\u259f"
 _BOX_EDGE_RE = Lazy(rf"^\s*[{_BOX}]+\s?|\s?[{_BOX}]+\s*$")
@@ -194,14 +177,14 @@ _CANON = [
 _MASKS = [
     # (only if the text holds, pattern, mask); the gate spares compiling and running rare patterns
     ("://", Lazy(r"https?://\S+"), "<url>"),
-    (None, re.compile(r"(?:[A-Za-z]:)?(?:[/\\][\w.@+~-]+){2,}[/\\]?"), "<path>"),
+    (None, _rx(r"(?:[A-Za-z]:)?(?:[/\\][\w.@+~-]+){2,}[/\\]?"), "<path>"),
     ("0x", Lazy(r"\b0x[0-9a-fA-F]+\b"), "<hex>"),
     ("-", Lazy(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<uuid>"),
-    (None, re.compile(r"\b[0-9a-f]{12,}\b"), "<hex>"),
+    (None, _rx(r"\b[0-9a-f]{12,}\b"), "<hex>"),
     # numbers: 16,384 / 5.62 / -0.49 / 1e-5; the unit after them (GiB, MiB) is kept as a word
-    (None, re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?:[eE][+-]?\d+)?"), "<n>"),
+    (None, _rx(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?:[eE][+-]?\d+)?"), "<n>"),
 ]
-_SPACE_RE = re.compile(r"\s+")
+_SPACE_RE = _rx(r"\s+")
 
 
 def canonical(text: str) -> str:
@@ -221,7 +204,7 @@ def normalise(text: str, canon: bool = True) -> str:
     return _SPACE_RE.sub(" ", text).strip().lower()
 
 
-_NUMBER_RE = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:[eE][+-]?\d+)?")
+_NUMBER_RE = _rx(r"-?\d[\d,]*(?:\.\d+)?(?:[eE][+-]?\d+)?")
 # the numbers normalise() masks as <n>: 16,384 / 5.62 / -0.49 / 1e-5, not the 1 in "v1"
 _MASKED_NUMBER_RE = _MASKS[-1][1]
 

@@ -8,10 +8,9 @@ is too short to tell signatures apart.
 
 from __future__ import annotations
 
-import re
+from .regex_cache import Lazy, compile as _rx
 
 from .literal import exact
-from .normalize import Lazy
 
 HEAD = 40  # characters of a template's opening compared on their own
 MIN_DISTINCT = 40  # characters a fragment needs before its partial score counts in full
@@ -19,12 +18,12 @@ INNER_PENALTY = 2.0  # a message found inside a wrapper's text (its type may be 
 BARE_PENALTY = 4.0  # a line with no exception type and no log level
 TOKEN_SHARE = 0.5  # a signature is scored only if the line has this share of its words (or the line's, if shorter)
 
-_WORD_RE = re.compile(r"[a-z_`']{4,}")
+_WORD_RE = _rx(r"[a-z_`']{4,}")
 
 
 # Accelerator names in a message: an OOM that names one device is not the same error as one that
 # names another ("XPU out of memory" is not "NPU out of memory", whatever the fuzzy score says)
-_DEVICE_RE = re.compile(r"\b(cuda|hip|xpu|npu|tpu|hpu)\b")
+_DEVICE_RE = _rx(r"\b(cuda|hip|xpu|npu|tpu|hpu)\b")
 
 
 def devices(norm: str) -> frozenset[str]:
@@ -40,8 +39,8 @@ _OOM_WORDS = ("out of memory", "Out of memory", "OutOfMemory", "OUT_OF_MEMORY")
 # The words that carry an out-of-memory message's meaning. A confident claim needs them to agree:
 # one differing word ("smem" for "hbm", "the operation cannot be performed in the present state"
 # for "out of memory") makes another error, however close the rest of the text is.
-_SPACE_RE = re.compile(r"\b(hbm|smem|vmem|cmem|sram)\b")
-_SHORTAGE_RE = re.compile(r"out of memory|outofmemory|resource_exhausted|out_of_resources|out of resources")
+_SPACE_RE = _rx(r"\b(hbm|smem|vmem|cmem|sram)\b")
+_SHORTAGE_RE = _rx(r"out of memory|outofmemory|resource_exhausted|out_of_resources|out of resources")
 
 
 def meaning(norm: str) -> tuple[frozenset, frozenset, bool]:
@@ -92,7 +91,7 @@ def meaning_differs(line: str, sig: dict) -> str | None:
 
 
 _HEAD = 3  # words that begin a sentence
-_SENTENCE_WORD_RE = re.compile(r"[a-z0-9_<>]+")
+_SENTENCE_WORD_RE = _rx(r"[a-z0-9_<>]+")
 
 
 def _words(sentence: str) -> list[str]:
@@ -137,11 +136,11 @@ def says_failure(text: str) -> bool:
 _SIGNAL_RE = Lazy(r"\bsig(?:bus|segv|kill|term|abrt|ill|fpe|int|hup|pipe|usr1|usr2)\b")
 
 
-_IDENT_RE = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")  # snake_case names: settings, fields, functions
+_IDENT_RE = _rx(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")  # snake_case names: settings, fields, functions
 PHRASE_WORDS = 4  # a run of this many words found in one entry's wordings only...
 PHRASE_HITS = 2  # ...this many times (overlapping: a 5-word run) names that entry in a reworded message
 PHRASE_SCORE = 82.0  # just above the confident cut-off: a typed exception with the entry's own words
-_PHRASE_TOKEN_RE = re.compile(r"[a-z_`']+")
+_PHRASE_TOKEN_RE = _rx(r"[a-z_`']+")
 
 
 def phrases_of(norm: str) -> set[str]:
@@ -205,7 +204,7 @@ def token_masks(signatures: list[dict]) -> dict[str, int]:
     return vocab
 
 
-_SUBJECT_RE = re.compile(r"[a-z][a-z0-9_]{2,}")
+_SUBJECT_RE = _rx(r"[a-z][a-z0-9_]{2,}")
 SUBJECT_ENTRIES = 2  # a word of at most this many entries' wordings is one that tells its entries apart
 
 

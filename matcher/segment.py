@@ -8,18 +8,20 @@ which tell apart entries whose messages are identical (a CUDA OOM at startup vs 
 from __future__ import annotations
 
 import re
-from .normalize import Lazy, canonical, clean_line, normalise, numbers_in, same_message, strip_prefixes_shaped
+
+from .regex_cache import Lazy, compile as _rx
+from .normalize import canonical, clean_line, normalise, numbers_in, same_message, strip_prefixes_shaped
 
 MAX_MESSAGE = 8192  # a message longer than this is noise (a dumped tensor, a config repr)
 MAX_JOIN = 8  # continuation lines joined onto one hard-wrapped message
 
-_EXC_RE = re.compile(
+_EXC_RE = _rx(
     r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Warning|Interrupt|Exit|Failure))"
     r"(?::\s?(?P<msg>.*)|\((?P<repr>.*)|(?<=Error)|(?<=Exception)|(?<=Interrupt)|(?<=Exit))$"
 )
-_FRAME_RE = re.compile(r'^\s*File "(?P<path>[^"]*)", line \d+(?:, in (?P<func>[\w<>.]+))?')
-_CARET_RE = re.compile(r"^\s*[\^~]+\s*$")
-_BREAK_RE = re.compile(
+_FRAME_RE = _rx(r'^\s*File "(?P<path>[^"]*)", line \d+(?:, in (?P<func>[\w<>.]+))?')
+_CARET_RE = _rx(r"^\s*[\^~]+\s*$")
+_BREAK_RE = _rx(
     r"^(?:Traceback \(most recent call last\):|The above exception was the direct cause|During handling of the above exception"
     r"|Process [\w-]+:$|```)"
 )

@@ -478,6 +478,10 @@ class Scanner:
                 if dev:
                     self.devices[dev.lastgroup] = self.devices.get(dev.lastgroup, 0) + 1
 
+    def _from_process(self) -> bool:
+        """The line came through a launcher from a process: its pid tag, a rank tag or a log stamp."""
+        return any(p[:1] == "~" or "pid=" in p or p.startswith("[rank") for p in self._prefixed) if self._prefixed else False
+
     def _api_process(self) -> bool:
         return any(p.startswith("(APIServer") for p in self._prefixed) if self._prefixed else False
 
@@ -711,7 +715,10 @@ class Scanner:
         # the step named on the line of their "OOM" beats one named elsewhere ("the warm-up under-profiles
         # ..." then "the engine may later hit CUDA OOM during real speculative decoding")
         oom_here = said is not None and said.line == lineno
-        if len(self._prose_lines) < _PROSE_LINES_MAX and (oom_here or any(w in low for w in _PROSE_STAGE_GATES)):
+        # (a line a launcher passed on from a process, "(APIServer pid=1) Warning: ... sending requests to
+        # the HF Hub", is that program's text: its words name no step of the person's run)
+        if len(self._prose_lines) < _PROSE_LINES_MAX and (oom_here or any(w in low for w in _PROSE_STAGE_GATES)) \
+                and not self._from_process():
             self._prose_lines.append((lineno, text, oom_here))
             self._prose_read = False
         # (every _PROSE_KV_RE match names "kv cache", "kv-cache" or "kvcache": an identifier such as

@@ -38,7 +38,8 @@ _MODEL_PATTERNS = [(word, Lazy(rx)) for word, rx in [
     ("'model':", r"'model': '([^'\s,]+)'"),
     ("model=", r"\bmodel='([^'\s,]+)'"),
     ("model=", r"\bmodel=\"([^\"\s,]+)\""),
-    ("vllm serve", r"vllm serve\s+([\w.\-/]+)"),
+    # "vllm serve MODEL", or the older "vllm serve --model MODEL" (a flag is no model)
+    ("vllm serve", r"vllm serve\s+(?:--model[= ]\s*)?(?!-)([\w.\-/]+)"),
 ]]
 
 

@@ -686,3 +686,12 @@ def test_a_person_comparing_batched_tokens_with_max_model_len_names_the_start_up
     # both named with no comparison between them says nothing
     assert "max-num-batched-tokens-below-max-model-len" not in _likely_ids(
         "vLLM flags: max_num_batched_tokens 8192, max_model_len 4096, both set in the yaml.")
+
+
+def test_a_line_a_launcher_passed_on_from_a_process_is_not_the_persons_words():
+    person = "I get OOM even with max_num_seqs=1 when sending requests to the server"
+    assert scan([person]).prose_stage[0] == "serving"
+    # the same stage words in a process's own line (huggingface_hub's warning, through vLLM's pid tag)
+    program = "(APIServer pid=17) Warning: You are sending unauthenticated requests to the HF Hub."
+    assert scan(["I get OOM even with max_num_seqs=1", program]).prose_stage is None
+    assert scan(["[rank0]: sending 4 requests", "OOM"]).prose_stage is None

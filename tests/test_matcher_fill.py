@@ -129,3 +129,12 @@ def test_a_quote_left_open_in_the_persons_code_names_no_model():
     assert context_values(text).get("model") != "TheBloke/Llama-2-70B-AWQ, quantization='awq', tensor_parallel_size=8)"
     assert "\n" not in context_values(text).get("model", "")
     assert context_values('LLM(model="meta-llama/Llama-3.1-8B", dtype="half")')["model"] == "meta-llama/Llama-3.1-8B"
+
+
+def test_the_model_of_vllm_serve_written_with_the_older_model_flag():
+    from kvkb.matcher.fill import context_values
+
+    assert context_values("vllm serve --model nvidia/Gemma-4-31B-IT-NVFP4 --max_num_seqs 1")["model"] == "nvidia/Gemma-4-31B-IT-NVFP4"
+    assert context_values("vllm serve --model=my/model --tp 2")["model"] == "my/model"
+    assert context_values("vllm serve Qwen/Qwen3-8B --max-model-len 4096")["model"] == "Qwen/Qwen3-8B"
+    assert "model" not in context_values("vllm serve --config cfg.yaml")

@@ -944,9 +944,7 @@ class Matcher:
             entry = self.entries[by_id[eid]]
             if si is None:
                 si = next(i for i, sg in enumerate(self.table.sigs) if sg["entry"] == by_id[eid])
-            fix, why = self._fix_of(entry)
-            forms, notes = self._forms(fix, {}, values if tier == "likely" else None)
-            notes = {**why, **notes}
+            fix, forms, notes = self._fix_and_forms(entry, {}, values if tier == "likely" else None)
             line = h.facts[0]
             out.append(Match(
                 id=eid, title=entry["title"], score=round(min(79.0, 60.0 + 6 * h.rank), 1), confident=False,
@@ -994,9 +992,7 @@ class Matcher:
         sig = self.table.sigs[si]
         # a "possible" is not asserted, so its numbers are not pulled out
         params = self._params(rec, si) if is_conf else {}
-        fix, why = self._fix_of(entry)
-        forms, notes = self._forms(fix, params, context if is_conf else None)
-        notes = {**why, **notes}
+        fix, forms, notes = self._fix_and_forms(entry, params, context if is_conf else None)
         runner_up = None
         if runner is not None:
             rsig = self.table.sigs[runner[2]]
@@ -1037,6 +1033,26 @@ class Matcher:
             where = f" (line {at})" if at is not None else ""
             return cause["fix"], {"cause": f"the log shows {sign!r}{where}: {cause['cause']}"}
         return entry["fix"], {}
+
+    def _fix_and_forms(self, entry: dict, params: dict, context: dict | None) -> tuple[dict, dict, dict]:
+        """(fix, its filled forms, notes). A fix whose every setting the log already shows with the same
+        value ("--tensor-parallel-size 2" for a run started with it) is one the run had: the entry's
+        next fix in rank order that the log does not show takes its place, and a note says so."""
+        fix, why = self._fix_of(entry)
+        forms, notes = self._forms(fix, params, context)
+        settings = context.get("settings") if context else None
+        done = fill.already_set(forms.get("cli"), settings) if settings else []
+        if done:
+            said = " ".join(done)
+            for alt in entry.get("fixes", ()):
+                if alt["id"] == fix["id"]:
+                    continue
+                alt_forms, alt_notes = self._forms(alt, params, context)
+                if not fill.already_set(alt_forms.get("cli"), settings):
+                    why = {"already": f"the log already runs with {said}, what {fix['title']!r} sets, so the next fix is shown"}
+                    return alt, alt_forms, {**why, **alt_notes}
+            why = {**why, "already": f"the log already runs with {said}, what this fix sets: read the entry's other causes"}
+        return fix, forms, {**why, **notes}
 
     @staticmethod
     def _forms(fix: dict, params: dict, context: dict | None) -> tuple[dict, dict]:
@@ -1287,8 +1303,9 @@ def _context_chunks(lines: list[str], timeline: list, out: list[tuple[int, str]]
 
 
 def _context_text(chunks: list[tuple[int, str]], startup: int) -> str:
-    """The text of one start-up (numbers of an earlier, healthy start-up must not fill the fix)."""
-    own = [t for su, t in chunks if su == startup]
+    """The text of one start-up (numbers of an earlier, healthy start-up must not fill the fix), after
+    what comes before the log's first start-up: the command that launched it, the person's account."""
+    own = [t for su, t in chunks if su == startup or su == 0]
     return "\n".join(own) if own else "\n".join(t for _, t in chunks)
 
 

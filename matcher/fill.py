@@ -43,6 +43,50 @@ _MODEL_PATTERNS = [(word, Lazy(rx)) for word, rx in [
 ]]
 
 
+# a setting the paste states: "--max-model-len 4096" or "--max-model-len=4096" (a command), "max_model_len=4096"
+# (vLLM's config line, a Python call), "'max_model_len': 4096" (the non-default args, quotes as typeset)
+_SETTING_RE = Lazy(r"--(?P<flag>[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*)(?:=|[ \t]+)(?!-[a-z-])(?P<fv>[^\s'\",)}\]\\]+)"
+                   r"|\b(?P<kw>[a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s*=\s*['\"]?(?P<kv>[^\s'\",)}\]]+)"
+                   r"|['\"\u2018\u2019](?P<key>[a-z][a-z0-9]*(?:_[a-z0-9]+)+)['\"\u2018\u2019]\s*:\s*['\"\u2018\u2019]?(?P<dv>[^\s'\",)}\]\u2018\u2019]+)")
+# a flag of a fix's command line, with its value when it has one
+_FIX_FLAG_RE = Lazy(r"--([a-z][a-z0-9-]*)(?:[= ]+(?!-)(\S+))?")
+
+
+def settings_in(text: str) -> dict[str, str]:
+    """setting (as Python spells it: max_model_len) -> the value the paste last gives it."""
+    found: dict[str, str] = {}
+    if "--" not in text and "=" not in text and ":" not in text:
+        return found
+    for m in _SETTING_RE.finditer(text):
+        name = m.group("flag") or m.group("kw") or m.group("key")
+        found[name.replace("-", "_")] = m.group("fv") or m.group("kv") or m.group("dv")
+    return found
+
+
+_PLAIN_NUMBER_RE = Lazy(r"-?\d[\d,]*(?:\.\d+)?")
+
+
+def _same_value(a: str, b: str) -> bool:
+    """0.9 is 0.90 and 8,192 is 8192; other values compare as words (fp8, True)."""
+    if _PLAIN_NUMBER_RE.fullmatch(a) and _PLAIN_NUMBER_RE.fullmatch(b):
+        return to_number(a) == to_number(b)
+    return a.strip("'\"").lower() == b.strip("'\"").lower()
+
+
+def already_set(cli: str | None, settings: dict[str, str]) -> list[str]:
+    """The fix's flags ("--tensor-parallel-size 2") when the paste already sets every one of them to the
+    fix's value: a fix the run already had, which cannot be what fixes it. Else []."""
+    if not cli or not settings:
+        return []
+    flags = [(m.group(1), m.group(2)) for m in _FIX_FLAG_RE.finditer(cli)]
+    if not flags or any(value is None or value.startswith("<") for _, value in flags):
+        return []  # a switch, or a value kvkb could not fill in: nothing to compare
+    if all(name.replace("-", "_") in settings and _same_value(settings[name.replace("-", "_")], value)
+           for name, value in flags):
+        return [f"--{name} {value}" for name, value in flags]
+    return []
+
+
 def context_values(text: str) -> dict[str, float]:
     """Numbers found anywhere in the paste; the first occurrence wins (the startup lines)."""
     found: dict[str, float] = {}
@@ -60,6 +104,9 @@ def context_values(text: str) -> dict[str, float]:
         if word in text and (m := pattern.search(text)):
             found["model"] = m.group(1)  # a string among the numbers: only derive() reads it
             break
+    settings = settings_in(text)
+    if settings:
+        found["settings"] = settings  # what the run already set: a fix that sets the same is no fix
     return found
 
 
@@ -199,7 +246,9 @@ def derive(v: dict[str, float], wanted: set[str] | None = None) -> tuple[dict[st
 
 
 _PH_RE = _rx(r"\{([a-z_][a-z0-9_]*)\}")
-_MODEL_WORD = _rx(r"\bMODEL\b")
+# MODEL alone; "MODEL-AWQ" (an AWQ checkpoint of the model) stays as written: the user's id with "-AWQ"
+# added names a repository that may not exist
+_MODEL_WORD = _rx(r"\bMODEL\b(?!-)")
 
 
 def placeholders(text: str) -> list[str]:

@@ -19,7 +19,7 @@ import sys
 from .regex_cache import compile as _rx
 
 # Bump when normalise(), the index layout or what is derived at build time changes.
-FORMAT = 28
+FORMAT = 29
 # whose texts only a vLLM run prints: vLLM's Python and C++ code (an invented text is no one's)
 VLLM_ORIGINS = frozenset(("vllm", "vllm-csrc", "invented"))
 INDEX_NAME = ".index.marshal"
@@ -165,6 +165,8 @@ def build(entries) -> tuple[dict, dict]:
                 # causes whose signs, found in a log, choose their fix over the top cause's (rank order)
                 "signed": [{"cause": c.title, "signs": list(c.signs), "fix": _fix_record(c.fixes[0])}
                            for c in entry.causes if c.signs],
+                # every fix, causes in rank order: the next one when the log shows a fix already applied
+                "fixes": [_fix_record(f) for c in entry.causes for f in c.fixes],
             }
         )
         explain[entry.id] = entry.model_dump(mode="json", exclude_none=True, exclude_defaults=False)

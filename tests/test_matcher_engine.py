@@ -722,3 +722,22 @@ def test_a_pasted_html_comment_drops_the_line_numbers_and_reads_its_patch_as_cod
     assert [row[1] for row in parse([(1, html)]) if row[1]] == ["Traceback (most recent call last):"]
     report = matcher().match("<pre>" + PATCH.replace("\n", "<br>") + "</pre>")
     assert report.confident == []
+
+
+def test_a_fix_the_log_shows_already_applied_gives_way_to_the_next():
+    log = "\n".join([
+        "$ vllm serve org/big-model --tensor-parallel-size 2 --gpu-memory-utilization 0.9",
+        "INFO 04-07 09:53:06 [api_server.py:1034] vLLM API server version 0.8.3",
+        "ERROR 04-07 09:54:10 [core.py:387] EngineCore hit an exception: Traceback (most recent call last):",
+        'ERROR 04-07 09:54:10 [core.py:387]   File "/usr/lib/python3/site-packages/vllm/v1/worker/gpu_model_runner.py", line 1186, in load_model',
+        "ERROR 04-07 09:54:10 [core.py:387]     self.model = get_model(vllm_config=self.vllm_config)",
+        "ERROR 04-07 09:54:10 [core.py:387] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.75 GiB. GPU 0 has a total "
+        "capacity of 23.55 GiB of which 1.12 GiB is free. Including non-PyTorch memory, this process has 22.42 GiB memory in use.",
+    ])
+    top = matcher().match(log).matches[0]
+    assert top.id == "cuda-oom-during-startup" and top.confidence == "confident"
+    assert "--tensor-parallel-size 2" not in top.fix_forms["cli"]
+    assert "already runs with --tensor-parallel-size 2" in top.notes["already"]
+    # without the setting in the log, the top fix stays
+    plain = matcher().match(log.replace(" --tensor-parallel-size 2", "")).matches[0]
+    assert "--tensor-parallel-size 2" in plain.fix_forms["cli"] and "already" not in plain.notes

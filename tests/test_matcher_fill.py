@@ -138,3 +138,32 @@ def test_the_model_of_vllm_serve_written_with_the_older_model_flag():
     assert context_values("vllm serve --model=my/model --tp 2")["model"] == "my/model"
     assert context_values("vllm serve Qwen/Qwen3-8B --max-model-len 4096")["model"] == "Qwen/Qwen3-8B"
     assert "model" not in context_values("vllm serve --config cfg.yaml")
+
+
+def test_the_settings_a_paste_states_in_each_form():
+    text = ("vllm serve my/model --max-model-len 8192 --tensor_parallel_size=2 --enforce-eager --kv-cache-dtype fp8\n"
+            "(APIServer pid=1) INFO non-default args: {\u2018gpu_memory_utilization\u2019: 0.95, 'max_num_seqs': 16}\n"
+            'LLM(model="x", swap_space=4)')
+    got = fill.settings_in(text)
+    assert got["max_model_len"] == "8192" and got["tensor_parallel_size"] == "2" and got["kv_cache_dtype"] == "fp8"
+    assert got["gpu_memory_utilization"] == "0.95" and got["max_num_seqs"] == "16" and got["swap_space"] == "4"
+    assert "enforce_eager" not in got  # a switch holds no value (the next flag is not one)
+    assert fill.settings_in("no settings here") == {}
+
+
+def test_a_fix_the_run_already_had():
+    settings = {"tensor_parallel_size": "2", "gpu_memory_utilization": "0.9", "max_model_len": "8,192"}
+    assert fill.already_set("vllm serve M --tensor-parallel-size 2", settings) == ["--tensor-parallel-size 2"]
+    assert fill.already_set("vllm serve M --gpu-memory-utilization 0.90", settings) == ["--gpu-memory-utilization 0.90"]
+    assert fill.already_set("vllm serve M --max-model-len 8192", settings) == ["--max-model-len 8192"]
+    assert fill.already_set("vllm serve M --tensor-parallel-size 4", settings) == []
+    # every flag must already be set; a switch or a value left unfilled compares with nothing
+    assert fill.already_set("vllm serve M --tensor-parallel-size 2 --max-num-seqs 8", settings) == []
+    assert fill.already_set("vllm serve M --max-model-len <max_model_len_fit>", settings) == []
+    assert fill.already_set("vllm serve M --enforce-eager", {"enforce_eager": "True"}) == []
+
+
+def test_an_awq_checkpoint_of_the_model_is_not_named_after_the_users_model():
+    values = {"model": "org/Model-7B"}
+    assert fill.fill("vllm serve MODEL-AWQ --quantization awq", values) == "vllm serve MODEL-AWQ --quantization awq"
+    assert fill.fill("vllm serve MODEL --tp 2", values) == "vllm serve org/Model-7B --tp 2"

@@ -81,8 +81,7 @@ def already_set(cli: str | None, settings: dict[str, str]) -> list[str]:
     flags = [(m.group(1), m.group(2)) for m in _FIX_FLAG_RE.finditer(cli)]
     if not flags or any(value is None or value.startswith("<") for _, value in flags):
         return []  # a switch, or a value kvkb could not fill in: nothing to compare
-    if all(name.replace("-", "_") in settings and _same_value(settings[name.replace("-", "_")], value)
-           for name, value in flags):
+    if all(_same_value(settings.get(name.replace("-", "_"), ""), value) for name, value in flags):
         return [f"--{name} {value}" for name, value in flags]
     return []
 

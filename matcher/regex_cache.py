@@ -131,14 +131,13 @@ def _save_quietly() -> None:
 
 
 def _declare_all() -> None:
-    """Import every module kbmatch runs, so that each declares its patterns."""
+    """Import the modules that reach every one declaring a pattern, so that each declares its own: the
+    engine imports the rest at load time, the index only when a match loads it. (By name: this module
+    is the one the others import, and names no module above it.)"""
     import importlib
 
-    for name in ("engine", "render", "api", "cli", "explain"):
-        try:
-            importlib.import_module(f"{__package__}.{name}")
-        except ImportError:
-            pass
+    for name in ("engine", "index"):
+        importlib.import_module(f"{__package__}.{name}")
 
 
 def main() -> int:

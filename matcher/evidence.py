@@ -200,7 +200,8 @@ def _says_oom_gate(text: str) -> bool:
         return True
     low = text.lower()
     return "oom" in low or "out of " in low or "outofmemory" in low or (
-        "memory" in low and ("insufficient" in low or "not enough" in low or "exhaust" in low))
+        ("memory" in low or "vram" in low) and ("insufficient" in low or "enough" in low or "exhaust" in low)) or (
+        "fit" in low and ("gb" in low or "gib" in low))
 
 
 _SAYS_OOM_RE = Lazy(r"(?i)(?<![a-z])OOM(?:s|ed|ing|'d)?(?![a-z])|out of (?:gpu |cuda |device |video |vram |gpu vram )?memory|out of vram\b"
@@ -208,6 +209,12 @@ _SAYS_OOM_RE = Lazy(r"(?i)(?<![a-z])OOM(?:s|ed|ing|'d)?(?![a-z])|out of (?:gpu |
                     # "fails ... due to insufficient free memory", "not enough GPU memory" (the KV cache's own
                     # shortage is _PROSE_KV_RE's)
                     r"|\b(?:insufficient|not enough) (?:free |gpu |device |cuda |vram )?memory\b(?! (?:for|in) (?:the )?kv)"
+                    # "my GPU doesn't have enough memory", "does not have enough VRAM"
+                    r"|\b(?:doesn't|does not|don't|do not|didn't|did not|won't|hasn't|has not)(?: have)? enough (?:free |gpu |device |cuda )?(?:memory|vram)\b(?! (?:for|in) (?:the )?kv)"
+                    # "doesn't fit on a single 24GB GPU", "unable to fit it in 96GB": the weights or the context
+                    # outgrow the device's memory, the person's way of saying it ran out
+                    r"|\b(?:can ?not|can't|unable to|doesn't|does not|don't|do not|didn't|did not|won't|not)"
+                    r" fit (?:[\w.-]+ ){0,4}?(?:in|on|into|onto|within) (?:[\w.-]+ ){0,3}?\d+(?:\.\d+)? ?gi?b\b"
                     # "it seems to exhaust all the available memory", "memory is exhausted"
                     r"|\bexhaust(?:s|ed|ing)? (?:all |the |of )*(?:available |free |gpu |system |host |device )*memory\b|\bmemory (?:is |was |gets |got )?exhausted\b")
 # ... while sleep mode woke the engine up (the person's words: "wake up OOMs", "waking up")

@@ -512,6 +512,15 @@ def _likely_ids(text: str) -> list[str]:
     return [m.id for m in matcher().match(text).matches if m.confidence in ("confident", "likely")]
 
 
+def test_a_model_or_context_that_does_not_fit_the_devices_memory_is_an_out_of_memory():
+    # the person's way of saying it ran out: "doesn't fit in 48GB", "does not have enough VRAM"
+    assert _likely_ids("vLLM: Llama-70B in bf16 will not fit into two 48 GB cards at start-up") == ["cuda-oom-during-startup"]
+    assert _likely_ids("My RTX card does not have enough VRAM to load the 13B model in vLLM") == ["cuda-oom-during-startup"]
+    # a fit with no size, or memory that is enough, is no claim of running out
+    assert _likely_ids("vLLM: the prompt does not fit in the context window") == []
+    assert _likely_ids("vLLM: we have enough memory for two replicas") == []
+
+
 def test_gpu_ram_and_vllms_swap_space_are_not_the_hosts_memory():
     # "CUDA RAM" / "GPU RAM" is the device's memory; "swap" in a vLLM thread is mostly its --swap-space
     said = "VLLM fails with the same OOM error on a 4xL4 (4 x 24 GB CUDA RAM) instance"

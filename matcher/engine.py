@@ -1129,7 +1129,8 @@ _STAGE_WORDS = {"startup": "start-up", "cudagraph": "CUDA-graph capture", "servi
 # An error a person would read as running out of memory (device, host or KV pool); "illegal memory
 # access" and "shared memory broadcast" are not shortages.
 _MEMORY_WORDS = ("out of memory", "OutOfMemory", "RESOURCE_EXHAUSTED", "Failed to allocate", "KV cache", "cache blocks",
-                 "memory for", "memory on device", "not enough memory", "Not enough memory", "insufficient memory")
+                 "memory for", "memory on device", "not enough memory", "Not enough memory", "insufficient memory",
+                 "memory is insufficient")
 # Unmatched exceptions that are never a root cause: the process being told to stop, or generic
 # wrappers that point elsewhere
 _NOT_ROOT_TYPES = ("SystemExit", "KeyboardInterrupt", "CancelledError", "GeneratorExit", "StopIteration", "BrokenPipeError",

@@ -228,7 +228,7 @@ _PROSE_STAGE_RE = Lazy(r"(?i)(?P<startup>\bwhile (?:the )?model is loading|\bloa
                        r"|加载|启动|初始化)"
                        r"|(?P<cudagraph>\bcapturing (?:the )?(?:(?:full|piecewise|decode|prefill|mixed) )?(?:cuda[- ]?graphs?|cudagraphs?)|\bcuda[- ]?graph capture"
                        r"|\b(?:at|during) (?:the )?(?:real |cuda[- ]?graph |graph )?capture\b)"
-                       r"|(?P<serving>\b(?:while|when|during) (?:\w+ ){0,3}?(?:serving|generating|inference|rollout|decoding|decode|prefill|benchmarking|evaluat(?:e|es|ing|ion)|benchmarks?)\b|\bduring (?:the )?(?:generation|decode|evaluation|benchmark)\b|\bunder (?:\w+ )?load\b|\bsaturating load\b|\bin-flight requests?\b|^\s*serving\b|\bafter (?:(?:running|serving) for (?:some|a few|several|many|\d+) (?:hours|minutes)|(?:some|a few|several|many|\d+) (?:requests|hours))\b"
+                       r"|(?P<serving>\bpreempt(?:ed|ion|ions|s|ing)\b|\b(?:while|when|during) (?:\w+ ){0,3}?(?:serving|generating|inference|rollout|decoding|decode|prefill|benchmarking|evaluat(?:e|es|ing|ion)|benchmarks?)\b|\bduring (?:the )?(?:generation|decode|evaluation|benchmark)\b|\bunder (?:\w+ )?load\b|\bsaturating load\b|\bin-flight requests?\b|^\s*serving\b|\bafter (?:(?:running|serving) for (?:some|a few|several|many|\d+) (?:hours|minutes)|(?:some|a few|several|many|\d+) (?:requests|hours))\b"
                        r"|\bafter (?:the )?(?:server )?(?:(?:a )?successful(?:ly)? )?(?:start-?up|starting|launch(?:ing)?|it (?:starts|started)|started|warm-?up)\b"
                        # traffic and the requests it brings: "during normal traffic", "concurrent requests", "the next large request"
                        r"|\b(?:under|during|with|from|once|when) (?:\w+ )?traffic\b|\b(?:with|under|at|during|handling|serving) (?:\S+ )?concurrent (?:requests|users|load)\b"
@@ -238,12 +238,15 @@ _PROSE_STAGE_RE = Lazy(r"(?i)(?P<startup>\bwhile (?:the )?model is loading|\bloa
 # "insufficient KV cache memory", "not enough KV cache", "the KV cache is too small"
 _PROSE_KV_RE = Lazy(r"(?i)\b(?:insufficient|not enough|too little|no available)\b[^.]{0,30}?\bkv[ -]?cache\b"
                     r"|\bkv[ -]?cache\b[^.]{0,30}?\b(?:is too small|too small|not enough|insufficient)\b"
+                    # "when KV cache space is constrained", "the KV cache is full", "requests run out of KV cache"
+                    r"|\bkv[ -]?cache (?:space |memory |capacity |blocks )?(?:is |was |gets |got |becomes |became )?(?:constrained|exhausted|full|running out|runs out|ran out)\b"
+                    r"|\b(?:run|runs|ran|running) out of (?:the )?(?:free )?kv[ -]?cache\b"
                     # "KV cache 内存不足" / "KV cache 空间不够" (the KV cache's memory/space is not enough)
                     r"|kv[ -]?cache ?(?:的)?(?:内存|显存|空间|容量)?(?:不足|不够|太小)")
 _PROSE_LINES_MAX = 256  # lines of a person's words kept for prose_stage
 _PROSE_STAGE_GATES = ("load", "initiali", "start", "launch", "captur", "graph", "while", "when", "during", "after", "warm",
                       "before", "flight", "erv", "profil", "traffic", "concurren", "request", "logprobs", "long", "send", "first", "加载", "启动", "初始化", "推理", "生成", "并发", "请求",
-                      "访问")
+                      "访问", "preempt")
 _WHEN = {"startup": "at start-up", "cudagraph": "during CUDA-graph capture", "serving": "while serving"}
 
 

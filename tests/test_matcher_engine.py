@@ -262,6 +262,12 @@ def test_a_ray_actors_death_is_a_wrapper_not_a_non_memory_root():
     assert matcher().match("ValueError: something unrelated happened in the tokenizer config\n").not_memory is not None
 
 
+def test_memory_that_is_insufficient_is_never_called_not_a_memory_error():
+    # a device's shortage in other words (a translated or reworded allocator message) is still a shortage
+    text = "RuntimeError: NPU memory is insufficient. Attempting to allocate 96.00 MiB (NPU 0; free 12.00 MiB)\n"
+    assert matcher().match(text).not_memory is None
+
+
 def test_a_traceback_of_hugging_faces_loader_with_no_vllm_is_another_program():
     # a trainer loading checkpoint shards onto the NPU with transformers/accelerate: torch_npu's OOM text,
     # no vLLM anywhere; the vLLM entry's advice would not apply

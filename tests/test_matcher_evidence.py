@@ -521,6 +521,13 @@ def test_a_model_or_context_that_does_not_fit_the_devices_memory_is_an_out_of_me
     assert _likely_ids("vLLM: we have enough memory for two replicas") == []
 
 
+def test_requests_preempted_for_kv_cache_space_in_a_persons_words_are_the_preemption_entry():
+    said = "With vLLM, once the KV cache is full the long requests keep getting preempted and decode slows down."
+    assert _likely_ids(said) == ["preemption-kv-cache-space"]
+    # preemption alone, with no word of the KV cache, is not a claim about its memory
+    assert "preemption-kv-cache-space" not in _likely_ids("vLLM: my requests are preempted by higher-priority ones")
+
+
 def test_gpu_ram_and_vllms_swap_space_are_not_the_hosts_memory():
     # "CUDA RAM" / "GPU RAM" is the device's memory; "swap" in a vLLM thread is mostly its --swap-space
     said = "VLLM fails with the same OOM error on a 4xL4 (4 x 24 GB CUDA RAM) instance"

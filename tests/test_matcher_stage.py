@@ -74,6 +74,15 @@ def test_no_stage_in_view_gives_no_confident_stage_claim():
     assert any("no frame or log line shows the stage" in f.says for f in m.evidence)
 
 
+def test_the_multimodal_profilers_warning_is_start_up():
+    # vLLM's multi-modal profiler warns while it builds the profile run's dummy batch: start-up
+    warn = ("WARNING 04-27 16:27:59 [profiling.py:245] The sequence length used for profiling (max_num_batched_tokens / "
+            "max_num_seqs = 8192) is too short to hold the multi-modal embeddings in the worst case (16384 tokens in "
+            "total, out of which {'image': 16384} are reserved for multi-modal embeddings).\n")
+    report, _ = top(warn + TORCH_OOM + "\n")
+    assert report.root_cause == "cuda-oom-during-startup"
+
+
 def test_a_launch_command_before_the_error_is_start_up():
     report, _ = top("$ vllm serve Qwen/Qwen3-32B --tensor-parallel-size 2\n" + TORCH_OOM + "\n")
     assert report.root_cause == "cuda-oom-during-startup"

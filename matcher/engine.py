@@ -19,7 +19,7 @@ from .literal import cut_point, sentence_ends, walk
 from .logsites import Sites, site_of, stated_release
 from .normalize import normalise
 from .regex_cache import Lazy
-from .score import MIN_DISTINCT, Table, meaning_differs
+from .score import MIN_DISTINCT, Table, meaning_differs, says_failure
 from .segment import (Record, cues_of, dedent_blocks, newest_first, parse, segment, segment_parsed, split_lines, stage,
                       strip_learned_prefix)
 
@@ -806,7 +806,12 @@ class Matcher:
                 report.no_error = {"line": scanner.last_at if records and records[-1].line is not None else None,
                                    "text": scanner.last_text[:300]}
             else:
-                shown = shown or next((r for r in records if r.level not in ("INFO", "DEBUG")), None)
+                # the line to quote: an exception or an ERROR line, else the first that reports a failure
+                # (a person's "Hi, I'm using X" above the error they quote is no error)
+                loud = [r for r in records if r.level not in ("INFO", "DEBUG")]
+                shown = shown or next((r for r in loud if (r.kind == "exception" and r.type) or r.level in ("ERROR", "CRITICAL")),
+                                      None) or next((r for r in loud if says_failure(r.norm) and not r.message.rstrip().endswith(":")),
+                                                    None) or next(iter(loud), None)
                 if shown is not None:  # a cut traceback alone, or a patch, has no line to propose
                     report.new_issue_url = new_issue_url(shown.norm, shown.text)
         return report

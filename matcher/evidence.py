@@ -241,6 +241,9 @@ _PROSE_KV_RE = Lazy(r"(?i)\b(?:insufficient|not enough|too little|no available)\
                     # "when KV cache space is constrained", "the KV cache is full", "requests run out of KV cache"
                     r"|\bkv[ -]?cache (?:space |memory |capacity |blocks )?(?:is |was |gets |got |becomes |became )?(?:constrained|exhausted|full|running out|runs out|ran out)\b"
                     r"|\b(?:run|runs|ran|running) out of (?:the )?(?:free )?kv[ -]?cache\b"
+                    # vLLM's capacity check retold: "--max-model-len 262144 needed 4.93 GiB and only 3.93 GiB was available"
+                    r"|\bmax[-_ ]model[-_ ]len\b[^.]{0,40}?\b(?:needs?|needed|requires?|required)\b[^.]{0,20}?\d(?:\.\d+)? ?gi?b\b"
+                    r"[^.]{0,40}?\b(?:only|available)\b"
                     # "KV cache 内存不足" / "KV cache 空间不够" (the KV cache's memory/space is not enough)
                     r"|kv[ -]?cache ?(?:的)?(?:内存|显存|空间|容量)?(?:不足|不够|太小)")
 _PROSE_LINES_MAX = 256  # lines of a person's words kept for prose_stage
@@ -731,9 +734,10 @@ class Scanner:
                 and not self._from_process():
             self._prose_lines.append((lineno, text, oom_here))
             self._prose_read = False
-        # (every _PROSE_KV_RE match names "kv cache", "kv-cache" or "kvcache": an identifier such as
-        # _check_enough_kv_cache_memory on a source line does not open the regex)
-        if self.says_kv is None and ("kv cache" in low or "kv-cache" in low or "kvcache" in low) and _PROSE_KV_RE.search(text):
+        # (every _PROSE_KV_RE match names "kv cache", "kv-cache", "kvcache" or max model len: an identifier
+        # such as _check_enough_kv_cache_memory on a source line does not open the regex)
+        if self.says_kv is None and ("kv cache" in low or "kv-cache" in low or "kvcache" in low
+                                     or ("model" in low and "len" in low)) and _PROSE_KV_RE.search(text):
             self.says_kv = Fact(lineno, text, "the person says the KV cache had too little memory")
         if self.says_host is None and _PROSE_HOST_RE.search(text):
             self.says_host = Fact(lineno, text, "the person names the host's memory")

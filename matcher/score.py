@@ -95,8 +95,9 @@ _SENTENCE_WORD_RE = _rx(r"[a-z0-9_<>]+")
 
 
 def _words(sentence: str) -> list[str]:
-    """The words, numbers left out (a paste may lack one: "GPU  has" for "GPU 0 has")."""
-    return [w for w in _SENTENCE_WORD_RE.findall(sentence) if w != "<n>"]
+    """The words, numbers and a possessive's "s" left out (a paste may lack a number, "GPU  has" for
+    "GPU 0 has"; another program writes "This model maximum" for vLLM's "This model's maximum")."""
+    return [w for w in _SENTENCE_WORD_RE.findall(sentence) if w != "<n>" and w != "s"]
 
 
 def goes_on_otherwise(line: str, norm: str) -> tuple[str, str] | None:

@@ -68,6 +68,14 @@ def test_no_confident_match_gives_an_issue_link_with_the_line():
     assert "flash_attn" in report.new_issue_url
 
 
+def test_the_issue_link_quotes_the_line_that_reports_a_failure_not_the_greeting_above_it():
+    paste = ("Hi, I run a chat UI in front of a local server.\n"
+             "Whatever I set, I get this error:\n"
+             "Request failed: the upstream returned an unexpected status 500\n")
+    url = matcher().match(paste).new_issue_url
+    assert url is not None and "upstream+returned" in url and "chat+UI" not in url
+
+
 def test_base_url_is_configurable(monkeypatch):
     from kvkb.matcher.engine import Matcher
 

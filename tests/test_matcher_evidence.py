@@ -528,6 +528,13 @@ def test_requests_preempted_for_kv_cache_space_in_a_persons_words_are_the_preemp
     assert "preemption-kv-cache-space" not in _likely_ids("vLLM: my requests are preempted by higher-priority ones")
 
 
+def test_vllms_capacity_check_retold_in_a_persons_words_is_the_max_model_len_entry():
+    said = "vLLM would not start: max_model_len 131072 needs 9.5 GiB for one request and only 6.2 GiB is available."
+    assert _likely_ids(said)[0] == "max-model-len-exceeds-kv-cache"
+    # the setting named with no shortage is no claim
+    assert _likely_ids("vLLM: I set max_model_len 131072 and it needs 2 GiB more RAM for the tokenizer") == []
+
+
 def test_gpu_ram_and_vllms_swap_space_are_not_the_hosts_memory():
     # "CUDA RAM" / "GPU RAM" is the device's memory; "swap" in a vLLM thread is mostly its --swap-space
     said = "VLLM fails with the same OOM error on a 4xL4 (4 x 24 GB CUDA RAM) instance"

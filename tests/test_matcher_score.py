@@ -201,6 +201,9 @@ def test_a_sentence_that_begins_as_the_wordings_and_goes_on_otherwise_is_another
                              "cuda out of memory. tried to allocate <n> mib. gpu <n> has a total") is None
     # first sentences that differ: no sentence to compare after them
     assert goes_on_otherwise("another thing is <n>. however, your messages resulted", vllm) is None
+    # a possessive dropped ("this model maximum") is still the same first sentence
+    webui = "this model maximum context length is <n> tokens. however, your messages resulted in over <n> tokens."
+    assert goes_on_otherwise(webui, vllm) == ("however your messages", "however your prompt")
 
 
 def test_a_near_miss_of_vllms_context_length_wording_is_no_confident_claim():

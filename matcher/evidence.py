@@ -435,6 +435,7 @@ class Scanner:
         # frames left out) in which no frame and no source line is vLLM's
         self.foreign_tb: dict[int, str] = {}
         self._tb_whole = False  # the open traceback's head is in view and nothing was left out of it
+        self._line_calls: list[str] = []  # the functions the last source line of a traceback calls
         self._tb_vllm = False  # a frame or source line of the open traceback is vLLM's
         self.phase: tuple[int, str, str] | None = None  # (line, text, step) of the last start-up step seen
         self._ipython = False  # IPython frames: only the `-->` source lines ran
@@ -558,6 +559,7 @@ class Scanner:
             # the source line under a frame: the function it calls was running too (a paste cut
             # right after it still says where the failure was); a worker method called by name too
             called = [f for q, f in _QCALL_RE.findall(stripped) if not q or q.split(".", 1)[0] not in _OTHER_MODULES]
+            self._line_calls = called
             if "(" in stripped and ("_run_workers" in stripped or "rpc(" in stripped or "execute_method" in stripped):
                 called += _RPC_RE.findall(stripped)
             # (a call on a PyTorch frame's line is PyTorch's own function, whatever vLLM names alike;
@@ -800,7 +802,18 @@ class Scanner:
     def deepest(self) -> tuple[int, str, str] | None:
         """The deepest frame of the last traceback that names a function we know something about.
         PyTorch's frames that move a module onto the device count as TORCH_MOVE."""
-        for frame in reversed(self.last_tb):
+        deeper = False  # a frame of the file's own is shown below this one
+        tb = self.last_tb
+        for k in range(len(tb) - 1, -1, -1):
+            frame = tb[k]
+            if frame[2] == _CALLED and deeper:
+                # a call read off a source line says what ran next only where the paste stops; below it, the
+                # next frame is that call, and its path says whose function it is (verl's main(), not vLLM's)
+                continue
+            # (a last frame whose name the cut shortened, "in collectiv" under "collective_rpc(", is that call)
+            cut_name = k == len(tb) - 1 and k > 0 and any(
+                c != frame[1] and c.startswith(frame[1]) for c in self._line_calls)
+            deeper = deeper or (frame[2] != _CALLED and not cut_name)
             if frame[1] in _HINT_FUNCS or (frame[1] in self._called and _vllm_frame(frame[2])) \
                     or (frame[1] in self.ctor_sites and frame[2] == _CALLED):
                 return frame
@@ -971,6 +984,12 @@ VLLM_WORDS = ("vllm", "vLLM", "VLLM", "Vllm", "EngineCore", "tpu_inference")
 _VLLM_NAMES = VLLM_WORDS + ("LLM(", "LLMEngine")
 
 
+# frameworks that run vLLM inside their own processes (RL rollouts, evaluation, fine-tuning's generation):
+# a traceback through their code is no other program's run
+_VLLM_EMBEDDERS = frozenset(("verl", "openrlhf", "easyr1", "llamafactory", "nemo_rl", "skyrl", "skyrl_train", "areal",
+                             "prime_rl", "trl", "lighteval", "lm_eval", "swift", "roll", "slime", "marin"))
+
+
 def frames_owner(frames: list[tuple[int, str, str]]) -> str | None:
     """The program a traceback's frames belong to when none is vLLM's: its first frame outside the
     runtime and the standard library (an installed package's name, else the script's file name)."""
@@ -978,6 +997,8 @@ def frames_owner(frames: list[tuple[int, str, str]]) -> str | None:
         if not path or path[:1] == "<" or path in (_CALLED, _METHOD):
             continue
         p = path.replace("\\", "/")
+        if any(part in _VLLM_EMBEDDERS for part in p.lower().split("/")[:-1]):
+            return None  # an RL or fine-tuning framework whose rollouts run vLLM: not a program of its own
         m = _PKG_RE.search(p)
         if m:
             pkg = m.group(1).split(".", 1)[0]

@@ -473,3 +473,31 @@ def test_the_method_a_worker_ran_is_read_with_or_without_its_quotes():
                 "ERROR 08-01 22:42:47 [worker_base.py:1399]     return func(*args, **kwargs)\n")
         got = [(m.id, m.confidence) for m in matcher().match(text).matches]
         assert got and got[0] == ("cuda-oom-during-serving", "likely"), name
+
+
+def test_a_call_on_a_source_line_with_its_frame_shown_below_is_judged_by_that_frame():
+    # `main()` on a trainer's line, then the trainer's own main.py frame: not vLLM's `main`
+    text = cut_tb(("/work/rl/verl/trainer/main.py", 133, "<module>", "main()"),
+                  ("/work/rl/verl/trainer/main.py", 125, "main", "ray.get(runner.run.remote(config))"),
+                  ("/usr/lib/python3/dist-packages/ray/_private/auto_init_hook.py", 22, "auto_init_wrapper",
+                   "return fn(*args, **kwargs)"))
+    assert first(text) == (None, None)
+    # the same call where the paste stops still says what ran next (a last frame the cut shortened too)
+    text = cut_tb(("/x/site-packages/vllm/worker/worker.py", 171, "initialize_cache",
+                   "raise_if_cache_size_invalid(num_gpu_blocks,"))
+    cut_name = text + '\n  File "/x/site-packages/vllm/worker/worker.py", line 335, in raise'
+    assert first(text)[1] == first(cut_name)[1] == "likely"
+    assert first(text)[0] == first(cut_name)[0]
+
+
+def test_a_framework_that_runs_vllm_is_no_other_program():
+    # Ray's memory monitor under an RL trainer's traceback (its rollouts run vLLM): the entry, confidently
+    kill = ("ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.\n"
+            "Memory on the node (IP: 10.0.0.2, ID: abc) where the task (actor ID: 1, name=WorkerDict.__init__, pid=2, "
+            "memory used=60.00GB) was running was 300.00GB / 314.00GB (0.955), which exceeds the memory usage threshold "
+            "of 0.95. Ray killed this worker (ID: def) because it was the most recently scheduled task.\n")
+    tb = cut_tb(("/work/rl/verl/trainer/main.py", 125, "main", "ray.get(runner.run.remote(config))"))
+    assert first(kill + tb) == ("ray-memory-monitor-kill", "confident")
+    # a program of its own (a script that is not one of them) keeps the doubt
+    other = cut_tb(("/work/diffusion/train_unet.py", 40, "main", "ray.get(runner.run.remote(config))"))
+    assert first(kill + other) == ("ray-memory-monitor-kill", "likely")

@@ -312,7 +312,9 @@ class Matcher:
         if not scanner.vllm_seen and scanner.other_program is None:
             # vLLM named nowhere, and the traceback runs through another program's package (bitsandbytes
             # under Unsloth, a trainer's): that program's run, whatever runtime text it ends in
-            scanner.other_program = frames_owner(scanner.last_tb)
+            # (a framework that runs vLLM owns only the error its frames raised: a traceback cut before its
+            # exception line, through verl's driver, may be reporting vLLM's rollout)
+            scanner.other_program = frames_owner(scanner.last_tb, embedders=scanner.open_tb is None)
         scanner.said_error = said_error
         token = _SIGNS_FOUND.set(found)
         try:

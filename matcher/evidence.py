@@ -990,15 +990,17 @@ _VLLM_EMBEDDERS = frozenset(("verl", "openrlhf", "easyr1", "llamafactory", "nemo
                              "prime_rl", "trl", "lighteval", "lm_eval", "swift", "roll", "slime", "marin"))
 
 
-def frames_owner(frames: list[tuple[int, str, str]]) -> str | None:
+def frames_owner(frames: list[tuple[int, str, str]], embedders: bool = True) -> str | None:
     """The program a traceback's frames belong to when none is vLLM's: its first frame outside the
-    runtime and the standard library (an installed package's name, else the script's file name)."""
+    runtime and the standard library (an installed package's name, else the script's file name).
+    `embedders=False`: a framework that runs vLLM is none (asked of a cut traceback in a paste that never
+    names vLLM: its run may well be vLLM's; an error the trainer's own frames raised is still the trainer's)."""
     for _, _, path in frames:
         if not path or path[:1] == "<" or path in (_CALLED, _METHOD):
             continue
         p = path.replace("\\", "/")
-        if any(part in _VLLM_EMBEDDERS for part in p.lower().split("/")[:-1]):
-            return None  # an RL or fine-tuning framework whose rollouts run vLLM: not a program of its own
+        if not embedders and any(part in _VLLM_EMBEDDERS for part in p.lower().split("/")[:-1]):
+            return None
         m = _PKG_RE.search(p)
         if m:
             pkg = m.group(1).split(".", 1)[0]

@@ -436,6 +436,7 @@ class Scanner:
         self.foreign_tb: dict[int, str] = {}
         self._tb_whole = False  # the open traceback's head is in view and nothing was left out of it
         self._line_calls: list[str] = []  # the functions the last source line of a traceback calls
+        self._calls_above_last: list[str] = []  # ... those of the source line right above its last frame
         self._tb_vllm = False  # a frame or source line of the open traceback is vLLM's
         self.phase: tuple[int, str, str] | None = None  # (line, text, step) of the last start-up step seen
         self._ipython = False  # IPython frames: only the `-->` source lines ran
@@ -545,6 +546,7 @@ class Scanner:
                 self._tb_vllm = True
             if len(self.frames) <= 1:  # its process: where the traceback starts (a worker's method line may lead)
                 self.tb_api = self._api_process()
+            self._calls_above_last, self._line_calls = (self._line_calls if self.frames else []), []
             self.frames.append((lineno, frame.group("func") or "", frame.group("path")))
             self.raise_line = None
             self.last_tb = self.frames
@@ -593,6 +595,7 @@ class Scanner:
                 if not self._tb_vllm and _names_vllm(stripped):
                     self._tb_vllm = True
                 self.frames.extend(inline)
+                self._calls_above_last = self._line_calls = []  # a flattened traceback shows no source lines
                 self.last_tb = self.frames
                 self.last_raise = None
                 if not _raises(stripped.rsplit("^", 1)[-1].strip()):
@@ -605,6 +608,7 @@ class Scanner:
             self.last_raise = None
             self.tb_api = self._api_process()
             self._tb_whole, self._tb_vllm = True, False
+            self._line_calls = []
             return
         if stripped[:1] in "^~" and not stripped.strip("^~ "):
             return  # carets under a source line
@@ -802,18 +806,21 @@ class Scanner:
     def deepest(self) -> tuple[int, str, str] | None:
         """The deepest frame of the last traceback that names a function we know something about.
         PyTorch's frames that move a module onto the device count as TORCH_MOVE."""
-        deeper = False  # a frame of the file's own is shown below this one
         tb = self.last_tb
+        # a last frame whose name the cut shortened ("in collectiv" under "collective_rpc(") is that call
+        # itself, no frame below it
+        last_cut = bool(tb) and tb[-1][2] != _CALLED and any(
+            c != tb[-1][1] and c.startswith(tb[-1][1]) for c in self._calls_above_last)
+        deeper = False  # a frame of the file's own is shown below this one
         for k in range(len(tb) - 1, -1, -1):
             frame = tb[k]
-            if frame[2] == _CALLED and deeper:
-                # a call read off a source line says what ran next only where the paste stops; below it, the
-                # next frame is that call, and its path says whose function it is (verl's main(), not vLLM's)
-                continue
-            # (a last frame whose name the cut shortened, "in collectiv" under "collective_rpc(", is that call)
-            cut_name = k == len(tb) - 1 and k > 0 and any(
-                c != frame[1] and c.startswith(frame[1]) for c in self._line_calls)
-            deeper = deeper or (frame[2] != _CALLED and not cut_name)
+            if frame[2] == _CALLED:
+                if deeper:
+                    # a call read off a source line says what ran next only where the paste stops; below it,
+                    # the next frame is that call, and its path says whose function it is (verl's main(), not vLLM's)
+                    continue
+            elif k < len(tb) - 1 or not last_cut:
+                deeper = True
             if frame[1] in _HINT_FUNCS or (frame[1] in self._called and _vllm_frame(frame[2])) \
                     or (frame[1] in self.ctor_sites and frame[2] == _CALLED):
                 return frame

@@ -114,8 +114,9 @@ MILESTONES = (
     ("Loading weights took", "startup", "weights loaded"),
     ("Loading model weights took", "startup", "weights loaded"),
     ("Model loading took", "startup", "weights loaded"),
-    # the multi-modal profiler's warning, printed while it builds the profile run's dummy batch
-    # (multimodal/profiling.py, 0.7-0.1x: "The [encoder] sequence length used for profiling ..." / "The context length ...")
+    # the multi-modal profiler's warning, printed while it builds the profile run's dummy batch (its
+    # get_*dummy_data, vLLM 0.6.5 to 0.11.0 per the release atlas: "The [encoder] sequence length used for
+    # profiling ..." / "The context length ...")
     ("is too short to hold the multi-modal embeddings in the worst case", "startup", "profiling"),
     ("Memory profiling takes", "startup", "memory profiled"),
     ("Memory profiling results", "startup", "memory profiled"),  # 0.6.4

@@ -81,6 +81,12 @@ def test_the_multimodal_profilers_warning_is_start_up():
             "total, out of which {'image': 16384} are reserved for multi-modal embeddings).\n")
     report, _ = top(warn + TORCH_OOM + "\n")
     assert report.root_cause == "cuda-oom-during-startup"
+    # what vLLM's code says of it (the release atlas): a WARNING of the dummy data built for the profile run
+    from kvkb.atlas.store import load_default
+    atlas = load_default()
+    items = atlas.search("is too short to hold the multi-modal embeddings in the worst case")
+    assert items and all(i.role == "log:WARNING" and "dummy_data" in i.qual for i in items)
+    assert {"0.7.0", "0.8.4", "0.10.2"} <= {atlas.releases[k] for i in items for k in i.indexes}
 
 
 def test_a_launch_command_before_the_error_is_start_up():

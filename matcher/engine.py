@@ -555,7 +555,8 @@ class Matcher:
         ranked = sorted(best.values(), key=lambda t: (not t[0], -t[1], -t[2], not t[3]))
         return [(f, b, si, record_stage, x, d) for _, f, b, x, si, d in ranked]
 
-    def _doubt(self, rec: Record, entry: dict, si: int, exact: bool, scanner: Scanner) -> str | None:
+    def _doubt(self, rec: Record, entry: dict, si: int, exact: bool, scanner: Scanner,
+               records: list[Record] = ()) -> str | None:
         """Why a claim the words support is still only likely (said to the user), or None: in order, whose
         traceback or paste it is, a person's sentence, an OOM with room to spare, frames of another stage."""
         shared = self.table.sigs[si].get("shared")
@@ -569,6 +570,14 @@ class Matcher:
         if shared and not scanner.vllm_seen and scanner.other_program:
             return (f"but this is {shared}'s text, which other programs print too, and the paste shows "
                     f"{scanner.other_program!r}, never vLLM: if vLLM did run, paste its log to confirm")
+        # a runtime's generic refusal ("Failed to apply for memory.") whose own trace names a resource
+        # that is not memory (CANN's "Alloc sq cq fail": the stream queues, a count that runs out before
+        # memory does) and never a memory code: the words say memory, the runtime's reason may not
+        other = self._other_resource(records) if shared else None
+        if other:
+            return (f"but the runtime's own reason on line {other.line} is {_OTHER_RESOURCE_RE.search(other.message).group(0)!r}, "
+                    "a resource other than memory (too many streams or graphs can exhaust it first); "
+                    "if lowering memory use does not help, lower the number of captured graphs or streams")
         # a value written as a placeholder ("Tried to allocate xxx GiB", "(IP: <ip address>)"): a manual's
         # or a FAQ's description of the error, not a line a run printed (a run prints the value)
         held = _PLACEHOLDER_RE.search(rec.message) if ("xx" in rec.message or "XX" in rec.message or "<" in rec.message) else None
@@ -591,6 +600,19 @@ class Matcher:
         if against:
             return f"but the traceback's frames show {against}, not {self._entry_stage(entry)}: the wording fits, the stage does not"
         return None
+
+    @staticmethod
+    def _other_resource(records: list[Record]) -> Record | None:
+        """The record naming a runtime resource other than memory that ran out, unless another names a
+        memory allocation's own failure code."""
+        other = None
+        for r in records:
+            msg = r.message
+            if "207001" in msg or "alloc device memory failed" in msg or "out of memory" in msg:
+                return None
+            if other is None and ("sq cq" in msg or "resource" in msg) and _OTHER_RESOURCE_RE.search(msg):
+                other = r
+        return other
 
     def _whole_sentence(self, rec: Record, si: int) -> bool:
         """The record's words are the wording's first sentences, word for word, to a sentence's end (a
@@ -694,7 +716,7 @@ class Matcher:
             if advisory:
                 is_conf = False
             if is_conf:
-                doubt = self._doubt(rec, entry, si, exact, scanner)
+                doubt = self._doubt(rec, entry, si, exact, scanner, records)
                 if doubt:
                     is_conf = False
             # the wording is shared by entries that differ only in their stage, and nothing shows the stage
@@ -862,7 +884,7 @@ class Matcher:
         entry = self.entries[self.table.sigs[si]["entry"]]
         m = self._build(rec, entry, si, POSSIBLE, False, None, stage(rec.cues) or rec.stage, None)
         m.startup = rec.startup
-        if si in ends and all(r.line == rec.line for r in in_view) and self._doubt(rec, entry, si, False, scanner) is None:
+        if si in ends and all(r.line == rec.line for r in in_view) and self._doubt(rec, entry, si, False, scanner, records) is None:
             m.confident, m.confidence = True, "confident"
             # the score the line's words get against the whole wording (shown; the cut explains the rest)
             ei = self.table.sigs[si]["entry"]
@@ -1135,6 +1157,8 @@ _STAGE_WORDS = {"startup": "start-up", "cudagraph": "CUDA-graph capture", "servi
 
 # An error a person would read as running out of memory (device, host or KV pool); "illegal memory
 # access" and "shared memory broadcast" are not shortages.
+# a runtime's own reason naming a resource that is not memory (CANN: the stream queues, stream/event ids)
+_OTHER_RESOURCE_RE = Lazy(r"(?i)alloc sq cq fail|no (?:stream|event|notify) resource|(?:stream|event|notify) resource (?:is )?exhausted")
 _MEMORY_WORDS = ("out of memory", "OutOfMemory", "RESOURCE_EXHAUSTED", "Failed to allocate", "KV cache", "cache blocks",
                  "memory for", "memory on device", "not enough memory", "Not enough memory", "insufficient memory",
                  "memory is insufficient")

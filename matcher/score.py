@@ -40,7 +40,11 @@ _OOM_WORDS = ("out of memory", "Out of memory", "OutOfMemory", "OUT_OF_MEMORY")
 # one differing word ("smem" for "hbm", "the operation cannot be performed in the present state"
 # for "out of memory") makes another error, however close the rest of the text is.
 _SPACE_RE = _rx(r"\b(hbm|smem|vmem|cmem|sram)\b")
-_SHORTAGE_RE = _rx(r"out of memory|outofmemory|resource_exhausted|out_of_resources|out of resources")
+# (an allocator's refusal says it too: "Failed to allocate memory", "Cannot allocate memory (12)"; a
+# runtime's "Memory async failed, ... is invalid" names memory and a failure but no shortage)
+_SHORTAGE_RE = _rx(r"out of memory|outofmemory|resource_exhausted|out_of_resources|out of resources"
+                   r"|failed to allocate|failed to apply for memory|can(?:no|')t allocate memory"
+                   r"|memory is insufficient|memory resources are exhausted|no memory is available")
 
 
 def meaning(norm: str) -> tuple[frozenset, frozenset, bool]:

@@ -552,6 +552,13 @@ def segment_parsed(parsed: list[tuple]) -> tuple[list[Record], frozenset[str]]:
         # an indented line is a traceback's source line only inside a traceback; elsewhere it is
         # text a person indented (a quoted message in a numbered list)
         source = content[:1].isspace() and (in_tb or _source_ahead(parsed, i))
+        if not level and not in_tb and "raise" in stripped and _RAISE_STMT_RE.match(stripped) \
+                and "Error: " not in stripped:  # (a flattened traceback goes on to the error it raised)
+            # a `raise X(` statement outside a traceback is code a person pasted (a patch, a review's view
+            # of a file), not a line a run printed: it and the string literals it goes on with never ran
+            while i < n and _LITERAL_LINE_RE.match(parsed[i][1]):
+                i += 1
+            continue
         if frame or source or _CARET_RE.match(content) or _BREAK_RE.match(content) or stripped.startswith(_PYDANTIC_MORE):
             # frames, source lines, carets: context for the record that follows
             found = _frame_cues(frame) if frame else cues_here
@@ -646,6 +653,11 @@ def segment_parsed(parsed: list[tuple]) -> tuple[list[Record], frozenset[str]]:
             records[-1].at = start
             records[-1].cue_at = at
     return records, frozenset(global_cues)
+
+
+# a Python raise statement (a diff's "+" or "-" may mark it) and the string literals that continue it
+_RAISE_STMT_RE = Lazy(r"[+-]?\s*raise\s+[A-Za-z_][\w.]*\(")
+_LITERAL_LINE_RE = Lazy(r"[+-]?\s*[rRfFbBuU]{0,2}[\"']")
 
 
 def _source_ahead(parsed: list[tuple], i: int) -> bool:

@@ -755,3 +755,40 @@ def test_a_fix_the_log_shows_already_applied_gives_way_to_the_next():
     # without the setting in the log, the top fix stays
     plain = matcher().match(log.replace(" --tensor-parallel-size 2", "")).matches[0]
     assert "--tensor-parallel-size 2" in plain.fix_forms["cli"] and "already" not in plain.notes
+
+
+def test_a_raise_statement_outside_a_traceback_is_code_not_output():
+    # a review's view of a patch: the statement and its string literals were never printed
+    diff = "\n".join([
+        "vllm_ascend/worker/model_runner_v1.py:2191",
+        "+            except RuntimeError as e:",
+        "+                if 'out of memory' in str(e):",
+        "+                    raise RuntimeError(",
+        '+                        "CUDA out of memory occurred when warming up pooler "',
+        '+                        f"({task=}) with {num_reqs} dummy requests. Please try "',
+        '+                        "lowering `max_num_seqs` or `gpu_memory_utilization` when "',
+        '+                        "initializing the engine.") from e',
+    ])
+    assert matcher().match(diff).confident == []
+    # a flattened traceback whose raise line goes on to the error it raised is output
+    flat = ('raise ValueError("No available memory for the cache blocks. " ValueError: No available memory for the '
+            "cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.")
+    assert matcher().match(flat).root_cause == "no-memory-for-cache-blocks"
+
+
+def test_a_runtime_reason_naming_another_resource_keeps_a_generic_refusal_likely():
+    log = "\n".join([
+        "(EngineCore pid=1802921) [Error]: Failed to apply for memory.",
+        "(EngineCore pid=1802921)         Check the remaining storage space in the hardware environment.",
+        "(EngineCore pid=1802921) EE9999: Inner Error!",
+        "(EngineCore pid=1802921) EE9999[PID: 1802934] 2026-04-17-09:16:39.992.922 (EE9999):  [SqCqManage]Alloc sq cq fail,"
+        " stream_id=1984, retCode=0x7020023.[FUNC:Setup][FILE:stream.cc][LINE:673]",
+    ])
+    report = matcher().match(log)
+    assert report.root_cause is None
+    top = report.matches[0]
+    assert top.id == "npu-out-of-memory" and top.confidence == "likely"
+    assert any("Alloc sq cq fail" in str(e) for e in top.to_dict().get("evidence", [])) or "Alloc sq cq fail" in str(top.to_dict())
+    # the memory allocation's own failure code in the trace settles it
+    coded = log + "\n(EngineCore pid=1802921)        malloc physical memory failed, runtime result = 207001"
+    assert matcher().match(coded).root_cause == "npu-out-of-memory"

@@ -125,6 +125,11 @@ def test_meaning_words_must_agree():
     # a capacity message that mentions CUDA graphs names no device that ran out
     mamba = {"norm": "max_num_seqs exceeds mamba cache blocks so cuda graph capture cannot proceed", "devices": ["cuda"], "spaces": []}
     assert meaning_differs("max_num_seqs (<n>) exceeds available mamba cache blocks (<n>).", mamba) is None
+    # an allocator's refusal says memory ran short; a runtime's invalid argument about memory does not
+    el0004 = {"norm": "el0004: [pid: <n>] <n>-<n>-<n>-<n>:<n>:<n>.127 failed to allocate memory.", "devices": [], "spaces": []}
+    assert meaning_differs("el0004: [pid: <n>] <n>-<n>-<n>-<n>:<n>:<n>.655 failed to allocate memory.", el0004) is None
+    assert "memory ran out" in meaning_differs(
+        "ee1001: [pid: <n>] <n>-<n>-<n>-<n>:<n>:<n>.114 the argument is invalid.reason: memory async failed", el0004)
 
 
 def test_a_sentence_that_reports_no_failure_is_not_a_failure_wording():

@@ -507,6 +507,25 @@ class Matcher:
         return next(((other, sj, fact) for sj, other in self._same_wording(si)
                      if other["category"] == entry["category"] and self._entry_stage(other) == at), None)
 
+    def _pooled_sibling(self, rec: Record, entry: dict, si: int, scanner: Scanner) -> tuple[dict, int, Fact] | None:
+        """The serving entry among those sharing this wording when PyTorch's own numbers say CUDA graphs
+        hold memory ("with 46.00 MiB allocated in private pools (e.g., CUDA Graphs)"): graph capture, the
+        last step of start-up, had begun, so loading and profiling were over. None otherwise, and where
+        the pool may be sleep mode's (the paste names a wake-up, or the pool holds weights' worth: >= 8 GiB)."""
+        if "private pools" not in rec.message or self._entry_stage(entry) == "serving" \
+                or scanner._wake_at is not None or scanner.says_wake is not None:
+            return None
+        pool = _POOL_RE.search(rec.message)
+        if pool is None:
+            return None
+        size = float(pool.group(1)) * {"KiB": 1 / 1024 ** 2, "MiB": 1 / 1024, "GiB": 1.0}[pool.group(2)]
+        if not 0 < size < 8:
+            return None
+        fact = Fact(rec.line, rec.text, f"PyTorch counts {pool.group(1)} {pool.group(2)} in private pools (CUDA graphs' "
+                    "memory): graph capture, start-up's last step, had begun, so the likelier stage is serving")
+        return next(((other, sj, fact) for sj, other in self._same_wording(si)
+                     if other["category"] == entry["category"] and self._entry_stage(other) == "serving"), None)
+
     def _same_wording(self, si: int) -> list[tuple[int, dict]]:
         """(signature index, entry) of every signature with signature si's very wording."""
         norm = self.table.sigs[si]["norm"]
@@ -726,7 +745,7 @@ class Matcher:
                 is_conf = False
                 uncovered.append(rec)  # a wrapper above it must not stand in for the answer either
                 # the step the person names picks which of the siblings comes first (still only likely)
-                said_stage = self._said_sibling(entry, si, scanner)
+                said_stage = self._said_sibling(entry, si, scanner) or self._pooled_sibling(rec, entry, si, scanner)
                 if said_stage is not None:
                     entry, si = said_stage[0], said_stage[1]
                     eid = entry["id"]
@@ -1157,6 +1176,8 @@ _STAGE_WORDS = {"startup": "start-up", "cudagraph": "CUDA-graph capture", "servi
 
 # An error a person would read as running out of memory (device, host or KV pool); "illegal memory
 # access" and "shared memory broadcast" are not shortages.
+# PyTorch's count of memory in private pools (CUDA graphs', or a torch.cuda.MemPool's) in its OOM message
+_POOL_RE = Lazy(r"(\d+(?:\.\d+)?) (KiB|MiB|GiB) allocated in private pools")
 # a runtime's own reason naming a resource that is not memory (CANN: the stream queues, stream/event ids)
 _OTHER_RESOURCE_RE = Lazy(r"(?i)alloc sq cq fail|no (?:stream|event|notify) resource|(?:stream|event|notify) resource (?:is )?exhausted")
 _MEMORY_WORDS = ("out of memory", "OutOfMemory", "RESOURCE_EXHAUSTED", "Failed to allocate", "KV cache", "cache blocks",

@@ -98,6 +98,14 @@ _SAYS_LINES = (
         r"(?:smaller|less|lower|no smaller|not smaller|at least)\b)[^.]{0,30}?max[_-]model[_-]len"
         r"|max[_-]model[_-]len\W{0,3}(?:(?:is|was)\s+)?(?:>|<=|(?:larger|greater|bigger|more)\b)[^.]{0,30}?max[_-]num[_-]batched[_-]tokens"),
      "the person compares max_num_batched_tokens with max_model_len: vLLM refuses to start when one step's tokens cannot hold a whole sequence"),
+    # in words: vLLM's start-up check that the device's free memory covers gpu_memory_utilization's share
+    # ("a crashloop with not enough free GPU memory", "refuses to start when free GTT (29 GiB) < requested")
+    ("free", "insufficient-free-memory-at-startup", Lazy(
+        # (not where the sentence names the step that failed: "fails during CUDA graph capture due to
+        # insufficient free memory" is that step's out-of-memory error)
+        r"(?i)^(?!.*\b(?:captur\w*|during|while|loading|serving)\b)(?:.*?\b(?:not enough|insufficient|too little)\s+free\s+"
+        r"(?:gpu\s+|device\s+|vram\s+|gtt\s+)?memory\b|.*?\bfree\b[^.<]{0,40}<\s*(?:requested|desired)\b)"),
+     "the person says the device's free memory fell short of what vLLM asks for at start-up"),
     # Ray's memory monitor (Ray 2.x) lists the workers it considered and killed, each as "(Task: job ID=..,
     # lease ID=.., task name=.., .., pid=.., actual memory used=7.39GB, worker ID=..)": only that report
     # prints a worker's memory this way (its docs, "Limiting the memory usage")

@@ -792,3 +792,17 @@ def test_a_runtime_reason_naming_another_resource_keeps_a_generic_refusal_likely
     # the memory allocation's own failure code in the trace settles it
     coded = log + "\n(EngineCore pid=1802921)        malloc physical memory failed, runtime result = 207001"
     assert matcher().match(coded).root_cause == "npu-out-of-memory"
+
+
+def test_memory_in_cuda_graph_pools_puts_an_unstaged_oom_after_start_up():
+    oom = ("ERROR 04-01 23:46:56 [engine.py:160] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 546.00 MiB. "
+           "GPU 0 has a total capacity of 15.77 GiB of which 514.19 MiB is free. Process 562167 has 15.25 GiB memory in use. "
+           "Of the allocated memory 13.73 GiB is allocated by PyTorch, with {pool} allocated in private pools (e.g., CUDA "
+           "Graphs), and 736.86 MiB is reserved by PyTorch but unallocated.")
+    top = matcher().match(oom.format(pool="46.00 MiB")).matches[0]
+    assert top.id == "cuda-oom-during-serving" and top.confidence == "likely"
+    assert any("private pools" in f.says for f in top.evidence)
+    # none in the pools, or a pool that holds weights' worth (sleep mode's): the stage stays unknown
+    for pool in ("0 bytes", "71.20 GiB"):
+        top = matcher().match(oom.format(pool=pool)).matches[0]
+        assert top.id == "cuda-oom-during-startup" and top.confidence == "likely"

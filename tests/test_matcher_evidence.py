@@ -718,3 +718,13 @@ def test_a_line_a_launcher_passed_on_from_a_process_is_not_the_persons_words():
     program = "(APIServer pid=17) Warning: You are sending unauthenticated requests to the HF Hub."
     assert scan(["I get OOM even with max_num_seqs=1", program]).prose_stage is None
     assert scan(["[rank0]: sending 4 requests", "OOM"]).prose_stage is None
+
+
+def test_a_person_saying_free_memory_fell_short_at_start_up_names_the_start_up_check():
+    said = matcher().match("With the sidecar, whenever vllm crashes it enters a crashloop with not enough free GPU memory "
+                           "and cannot recover.\nWe've confirmed the memory is reclaimed on the plain image.")
+    top = said.matches[0]
+    assert top.id == "insufficient-free-memory-at-startup" and top.confidence == "likely"
+    # a sentence that names the step that failed is that step's out-of-memory error, not the start-up check
+    step = matcher().match("The current configuration fails during CUDA graph capture due to insufficient free memory.")
+    assert all(m.id != "insufficient-free-memory-at-startup" for m in step.matches if m.confidence == "likely")

@@ -14,7 +14,7 @@ from typing import BinaryIO
 
 from . import fill, read
 from .evidence import (RUNTIME_PACKAGES, VLLM_WORDS, Fact, Hint, Scanner, frames_owner, frames_stage, hints, host_facts,
-                       room_left)
+                       pool_gib, room_left)
 from .literal import cut_point, sentence_ends, walk
 from .logsites import Sites, site_of, stated_release
 from .normalize import normalise
@@ -512,17 +512,13 @@ class Matcher:
         hold memory ("with 46.00 MiB allocated in private pools (e.g., CUDA Graphs)"): graph capture, the
         last step of start-up, had begun, so loading and profiling were over. None otherwise, and where
         the pool may be sleep mode's (the paste names a wake-up, or the pool holds weights' worth: >= 8 GiB)."""
-        if "private pools" not in rec.message or self._entry_stage(entry) == "serving" \
-                or scanner._wake_at is not None or scanner.says_wake is not None:
+        if self._entry_stage(entry) == "serving" or scanner.wake_named:
             return None
-        pool = _POOL_RE.search(rec.message)
-        if pool is None:
+        pool = pool_gib(rec.message)
+        if pool is None or not 0 < pool[0] < 8:
             return None
-        size = float(pool.group(1)) * {"KiB": 1 / 1024 ** 2, "MiB": 1 / 1024, "GiB": 1.0}[pool.group(2)]
-        if not 0 < size < 8:
-            return None
-        fact = Fact(rec.line, rec.text, f"PyTorch counts {pool.group(1)} {pool.group(2)} in private pools (CUDA graphs' "
-                    "memory): graph capture, start-up's last step, had begun, so the likelier stage is serving")
+        fact = Fact(rec.line, rec.text, f"PyTorch counts {pool[1]} in private pools (CUDA graphs' memory): graph "
+                    "capture, start-up's last step, had begun, so the likelier stage is serving")
         return next(((other, sj, fact) for sj, other in self._same_wording(si)
                      if other["category"] == entry["category"] and self._entry_stage(other) == "serving"), None)
 
@@ -575,7 +571,7 @@ class Matcher:
         return [(f, b, si, record_stage, x, d) for _, f, b, x, si, d in ranked]
 
     def _doubt(self, rec: Record, entry: dict, si: int, exact: bool, scanner: Scanner,
-               records: list[Record] = ()) -> str | None:
+               other: tuple[Record, str] | None = None) -> str | None:
         """Why a claim the words support is still only likely (said to the user), or None: in order, whose
         traceback or paste it is, a person's sentence, an OOM with room to spare, frames of another stage."""
         shared = self.table.sigs[si].get("shared")
@@ -592,9 +588,9 @@ class Matcher:
         # a runtime's generic refusal ("Failed to apply for memory.") whose own trace names a resource
         # that is not memory (CANN's "Alloc sq cq fail": the stream queues, a count that runs out before
         # memory does) and never a memory code: the words say memory, the runtime's reason may not
-        other = self._other_resource(records) if shared else None
-        if other:
-            return (f"but the runtime's own reason on line {other.line} is {_OTHER_RESOURCE_RE.search(other.message).group(0)!r}, "
+        # (other: _other_resource of the paste's records, read once per paste)
+        if shared and other:
+            return (f"but the runtime's own reason on line {other[0].line} is {other[1]!r}, "
                     "a resource other than memory (too many streams or graphs can exhaust it first); "
                     "if lowering memory use does not help, lower the number of captured graphs or streams")
         # a value written as a placeholder ("Tried to allocate xxx GiB", "(IP: <ip address>)"): a manual's
@@ -621,16 +617,17 @@ class Matcher:
         return None
 
     @staticmethod
-    def _other_resource(records: list[Record]) -> Record | None:
-        """The record naming a runtime resource other than memory that ran out, unless another names a
-        memory allocation's own failure code."""
+    def _other_resource(records: list[Record]) -> tuple[Record, str] | None:
+        """(record, its words) naming a runtime resource other than memory that ran out, unless another
+        record names a memory allocation's own failure code."""
         other = None
         for r in records:
             msg = r.message
             if "207001" in msg or "alloc device memory failed" in msg or "out of memory" in msg:
                 return None
-            if other is None and ("sq cq" in msg or "resource" in msg) and _OTHER_RESOURCE_RE.search(msg):
-                other = r
+            found = _OTHER_RESOURCE_RE.search(msg) if other is None and ("sq cq" in msg or "resource" in msg) else None
+            if found:
+                other = (r, found.group(0))
         return other
 
     def _whole_sentence(self, rec: Record, si: int) -> bool:
@@ -680,6 +677,7 @@ class Matcher:
         unmatched: list[Record] = []  # exceptions no entry resembles: candidates for a non-memory root cause
         uncovered: list[Record] = []  # memory errors in view that no entry names (none is, or only a near miss)
         prepared = {id(r): self.table.prepare(r) for r in records}
+        other_resource = self._other_resource(records)
         fuzzy = self._fuzzy_budget([r for r in records if prepared[id(r)] and prepared[id(r)][1]])
         for rec in records:
             # (a text a person's sentence quotes, with no class, is shown as the error only if it is one)
@@ -735,7 +733,7 @@ class Matcher:
             if advisory:
                 is_conf = False
             if is_conf:
-                doubt = self._doubt(rec, entry, si, exact, scanner, records)
+                doubt = self._doubt(rec, entry, si, exact, scanner, other_resource)
                 if doubt:
                     is_conf = False
             # the wording is shared by entries that differ only in their stage, and nothing shows the stage
@@ -903,7 +901,8 @@ class Matcher:
         entry = self.entries[self.table.sigs[si]["entry"]]
         m = self._build(rec, entry, si, POSSIBLE, False, None, stage(rec.cues) or rec.stage, None)
         m.startup = rec.startup
-        if si in ends and all(r.line == rec.line for r in in_view) and self._doubt(rec, entry, si, False, scanner, records) is None:
+        if si in ends and all(r.line == rec.line for r in in_view) \
+                and self._doubt(rec, entry, si, False, scanner, self._other_resource(records)) is None:
             m.confident, m.confidence = True, "confident"
             # the score the line's words get against the whole wording (shown; the cut explains the rest)
             ei = self.table.sigs[si]["entry"]
@@ -1174,12 +1173,11 @@ _COMMON_WORDS = {"this", "that", "with", "what", "from", "when", "were", "which"
 CATEGORY_CLOSE = 5.0  # points of fit within which a category's second entry is shown as well
 _STAGE_WORDS = {"startup": "start-up", "cudagraph": "CUDA-graph capture", "serving": "serving"}
 
+# a runtime's own reason naming a resource that is not memory (CANN: the stream queues, stream/event ids)
+_OTHER_RESOURCE_RE = Lazy(r"(?i)alloc sq cq fail|no (?:stream|event|notify) resource"
+                          r"|(?:stream|event|notify) resource (?:is )?exhausted")
 # An error a person would read as running out of memory (device, host or KV pool); "illegal memory
 # access" and "shared memory broadcast" are not shortages.
-# PyTorch's count of memory in private pools (CUDA graphs', or a torch.cuda.MemPool's) in its OOM message
-_POOL_RE = Lazy(r"(\d+(?:\.\d+)?) (KiB|MiB|GiB) allocated in private pools")
-# a runtime's own reason naming a resource that is not memory (CANN: the stream queues, stream/event ids)
-_OTHER_RESOURCE_RE = Lazy(r"(?i)alloc sq cq fail|no (?:stream|event|notify) resource|(?:stream|event|notify) resource (?:is )?exhausted")
 _MEMORY_WORDS = ("out of memory", "OutOfMemory", "RESOURCE_EXHAUSTED", "Failed to allocate", "KV cache", "cache blocks",
                  "memory for", "memory on device", "not enough memory", "Not enough memory", "insufficient memory",
                  "memory is insufficient")

@@ -449,7 +449,7 @@ class Scanner:
         self.phase: tuple[int, str, str] | None = None  # (line, text, step) of the last start-up step seen
         self._ipython = False  # IPython frames: only the `-->` source lines ran
         self.says_space: Fact | None = None  # SMEM / VMEM named anywhere
-        self._wake_at: Fact | None = None  # the last line naming a wake-up
+        self._wake_at: Fact | None = None  # the last line naming a wake-up (wake_named)
         # lines of the person's words that may name a step: (line, text, on their "OOM" line); read into
         # prose_stage only when an answer needs it (its regex is the costliest to compile, most pastes never ask)
         self._prose_lines: list[tuple[int, str, bool]] = []
@@ -471,6 +471,11 @@ class Scanner:
     @property
     def current(self) -> Startup:
         return self.startups[-1]
+
+    @property
+    def wake_named(self) -> bool:
+        """A line names sleep mode waking the engine up (near the error or not)."""
+        return self._wake_at is not None
 
     @property
     def restarts(self) -> int:
@@ -900,9 +905,10 @@ SLEEP_FREED_NOTHING = 0.01  # GiB: "freed 0.00 GiB" as vLLM rounds it
 
 # PyTorch's out-of-memory text: what it asked for, then what the device had free when it gave up
 # ("Tried to allocate 20.00 MiB. GPU 7 has a total capacity of 79.11 GiB of which 66.43 GiB is free";
-# older: "(GPU 0; 14.75 GiB total capacity; ...; 11.06 MiB free; ...)")
-_ASKED_RE = Lazy(r"Tried to allocate ([\d.]+) ?([KMGT]iB)")
-_FREE_RE = Lazy(r"(?:of which|;) ?([\d.]+) ?([KMGT]iB) (?:is )?free")
+# older: "(GPU 0; 14.75 GiB total capacity; ...; 11.06 MiB free; ...)"); a number has a digit before any
+# point (a paste's ". MiB" must not reach float())
+_ASKED_RE = Lazy(r"Tried to allocate (\d+(?:\.\d+)?) ?([KMGT]iB)")
+_FREE_RE = Lazy(r"(?:of which|;) ?(\d+(?:\.\d+)?) ?([KMGT]iB) (?:is )?free")
 _GIB = {"KiB": 1 / (1 << 20), "MiB": 1 / 1024, "GiB": 1.0, "TiB": 1024.0}
 ROOMY_FREE_GIB = 1.0  # a device with at least this much free...
 ROOMY_RATIO = 4.0  # ...and this many times the request did not run out: cudaMalloc would have found room
@@ -922,6 +928,16 @@ def room_left(message: str) -> tuple[float, float] | None:
     a = float(asked.group(1)) * _GIB[asked.group(2)]
     f = float(free.group(1)) * _GIB[free.group(2)]
     return (a, f) if f >= ROOMY_FREE_GIB and f >= ROOMY_RATIO * a else None
+
+
+# and what it counts in private pools: CUDA graphs' memory (or a torch.cuda.MemPool's, sleep mode's)
+_POOL_RE = Lazy(r"(\d+(?:\.\d+)?) ?([KMGT]iB) allocated in private pools")
+
+
+def pool_gib(message: str) -> tuple[float, str] | None:
+    """(GiB, as printed) a PyTorch out-of-memory message counts in private pools, None where it counts none."""
+    pool = _POOL_RE.search(message) if "private pools" in message else None
+    return (float(pool.group(1)) * _GIB[pool.group(2)], f"{pool.group(1)} {pool.group(2)}") if pool else None
 
 
 def _fmt(x: float) -> str:

@@ -728,3 +728,16 @@ def test_a_person_saying_free_memory_fell_short_at_start_up_names_the_start_up_c
     # a sentence that names the step that failed is that step's out-of-memory error, not the start-up check
     step = matcher().match("The current configuration fails during CUDA graph capture due to insufficient free memory.")
     assert all(m.id != "insufficient-free-memory-at-startup" for m in step.matches if m.confidence == "likely")
+
+
+def test_sizes_read_off_pytorchs_oom_text_need_a_digit():
+    # a paste's ". MiB" (a number lost in copying) is no size: never a float('.') traceback
+    from kvkb.matcher.evidence import pool_gib, room_left
+
+    text = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate . MiB. GPU 0 has a total capacity of "
+            "15.77 GiB of which 5.19 GiB is free. Of the allocated memory 9 GiB is allocated by PyTorch, with . MiB "
+            "allocated in private pools (e.g., CUDA Graphs)")
+    assert room_left(text) is None and pool_gib(text) is None
+    assert matcher().match(text).matches[0].id == "cuda-oom-during-startup"
+    assert pool_gib(text.replace("with . MiB", "with 46.00 MiB")) == (46.0 / 1024, "46.00 MiB")
+    assert room_left(text.replace("allocate . MiB", "allocate 20.00 MiB"))[1] == 5.19

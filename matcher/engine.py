@@ -509,16 +509,17 @@ class Matcher:
 
     def _pooled_sibling(self, rec: Record, entry: dict, si: int, scanner: Scanner) -> tuple[dict, int, Fact] | None:
         """The serving entry among those sharing this wording when PyTorch's own numbers say CUDA graphs
-        hold memory ("with 46.00 MiB allocated in private pools (e.g., CUDA Graphs)"): graph capture, the
-        last step of start-up, had begun, so loading and profiling were over. None otherwise, and where
-        the pool may be sleep mode's (the paste names a wake-up, or the pool holds weights' worth: >= 8 GiB)."""
+        hold memory ("with 46.00 MiB allocated in private pools (e.g., CUDA Graphs)"): graph capture had
+        begun, so loading and profiling were over (V1 still warms the sampler up after it: likely, not
+        sure). None otherwise, and where the pool may be sleep mode's (the paste names a wake-up, or the
+        pool holds weights' worth: >= 8 GiB)."""
         if self._entry_stage(entry) == "serving" or scanner.wake_named:
             return None
         pool = pool_gib(rec.message)
         if pool is None or not 0 < pool[0] < 8:
             return None
         fact = Fact(rec.line, rec.text, f"PyTorch counts {pool[1]} in private pools (CUDA graphs' memory): graph "
-                    "capture, start-up's last step, had begun, so the likelier stage is serving")
+                    "capture, near start-up's end, had begun, so the likelier stage is serving")
         return next(((other, sj, fact) for sj, other in self._same_wording(si)
                      if other["category"] == entry["category"] and self._entry_stage(other) == "serving"), None)
 

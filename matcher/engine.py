@@ -19,7 +19,7 @@ from .literal import cut_point, sentence_ends, walk
 from .logsites import Sites, site_of, stated_release
 from .normalize import normalise
 from .regex_cache import Lazy
-from .score import MIN_DISTINCT, Table, meaning_differs, says_failure
+from .score import MIN_DISTINCT, Table, aligned_part, meaning_differs, says_failure
 from .segment import (Record, cues_of, dedent_blocks, newest_first, parse, segment, segment_parsed, split_lines, stage,
                       strip_learned_prefix)
 
@@ -236,7 +236,7 @@ class Matcher:
             small = len(window) <= _PASTE_SCAN
             if small and (window.lstrip("\r\n")[:1] in " \t" or "```" in window or "~~~" in window):
                 lines = dedent_blocks(lines)
-            if small and 'File "' in window:
+            if small and ('File "' in window or "File &quot;" in window or "File &#34;" in window):
                 lines = strip_learned_prefix(lines)
             if not said_error:
                 said_error = not small or any(w in window for w in _ERROR_WORDS)
@@ -560,7 +560,10 @@ class Matcher:
             ei = self.table.sigs[si]["entry"]
             final = base + self._entry_bonus(self.entries[ei], record_stage) + (EXACT_BONUS if is_exact else 0.0)
             # a close text whose meaning words differ (smem for hbm) ranks below every text whose words agree
-            differs = meaning_differs(record.norm, self.table.sigs[si]) if base >= CUTOFF else None
+            # (a fuzzy score on a long line: read where the wording aligned)
+            sig = self.table.sigs[si]
+            differs = meaning_differs(record.norm if is_exact else aligned_part(record.norm, sig["norm"]), sig) \
+                if base >= CUTOFF else None
             agree = differs is None
             cur = best.get(ei)
             # among one entry's wordings: the higher score, then the one the line holds word for word

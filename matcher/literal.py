@@ -124,3 +124,54 @@ def cut_point(text: str, sig: dict) -> tuple[int, bool]:
 def sentence_ends(before: str, after: str) -> bool:
     """A wording cut between `before` and `after` stops where one of its sentences ends."""
     return after.strip() == "." or after.startswith((". ", "; ")) or (before.endswith(".") and after[:1] == " ")
+
+
+LEAD_MIN = 30  # literal characters a wording's opening sentences need before the text may go on otherwise
+LEAD_HEAD = 40  # characters of a status before the wording ("RESOURCE_EXHAUSTED:")
+
+
+def leads(text: str, sig: dict) -> bool:
+    """The text opens with the wording, word for word, through the end of one of its sentences, and then
+    goes on with a sentence of its own (a paste flattened onto one line, where the prose or the next log
+    line runs on after the message; a writer who kept only the first sentence and went on writing). The
+    opening must hold at least LEAD_MIN literal characters, each placeholder one token, and the text
+    must go on as a new sentence does (a capital, a digit, a bracket, not a lower-case word: "out of
+    memory while ..." goes on with the same sentence, which may be another error's)."""
+    lits = sig.get("lits")
+    if not lits or len(lits) < 1:
+        return False
+    t = collapse(text)
+    gaps = sig["gaps"]
+    start = t.find(lits[0])
+    # the wording opens the text: after its leading placeholder's token, or a status a runtime puts
+    # before the message ("RESOURCE_EXHAUSTED: ", "[Error]: ")
+    head = t[:start].rstrip()
+    if start < 0 or (start and not ((gaps[0] and " " not in head) or (head.endswith(":") and len(head) <= LEAD_HEAD))):
+        return False
+    got, pos = len(lits[0]), start + len(lits[0])
+    for lit, names in zip(lits[1:] + [""], gaps[1:]):
+        if names:
+            token = _token_after(t, pos)
+            if not token:
+                return False
+            # the value is one token; the literal after it may begin inside that token (") This" after "524")
+            end = pos + len(token)
+            cut = next((k for k in range(pos + 1, end + 1) if lit and t.startswith(lit[: end - k], k)), end) if lit else end
+            pos = cut
+        if not lit:
+            return False  # the whole wording: a whole match (exact), not a lead
+        j = 0
+        while j < len(lit) and pos + j < len(t) and t[pos + j] == lit[j]:
+            j += 1
+        if j == len(lit):
+            got, pos = got + j, pos + j
+            continue
+        got += j
+        rest = t[pos + j:]
+        before = lit[:j]
+        after = lit[j:]
+        if got < LEAD_MIN or not (sentence_ends(before, after) or before.endswith((". ", "; "))):
+            return False
+        rest = rest.lstrip(" .;")
+        return bool(rest) and not rest[:1].islower() and rest[:1] not in ",:)]}"
+    return False

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .regex_cache import Lazy, compile as _rx
 
-from .literal import exact
+from .literal import exact, leads
 
 HEAD = 40  # characters of a template's opening compared on their own
 MIN_DISTINCT = 40  # characters a fragment needs before its partial score counts in full
@@ -92,6 +92,22 @@ def meaning_differs(line: str, sig: dict) -> str | None:
     if turn:
         return f"its sentence goes on '{turn[0]} ...' where the wording's goes on '{turn[1]} ...'"
     return None
+
+
+ALIGN_MARGIN = 10  # characters kept either side of the part of a long line a wording aligned with
+
+
+def aligned_part(line: str, wording: str) -> str:
+    """The part of a line at least twice the wording's length that a fuzzy score aligned the wording
+    with, and a few characters either side: whether its words agree (a device, a shortage, a failure) is
+    read there, not anywhere in a long text ("it allocates memory for the KV cache" in a paragraph that
+    names a failure elsewhere is no "Failed to allocate memory for the KV cache")."""
+    if len(line) < 2 * len(wording):
+        return line
+    from rapidfuzz import fuzz
+
+    at = fuzz.partial_ratio_alignment(wording, line)
+    return line[max(0, at.dest_start - ALIGN_MARGIN): at.dest_end + ALIGN_MARGIN]
 
 
 _HEAD = 3  # words that begin a sentence
@@ -276,25 +292,26 @@ class Table:
     def candidates(self, record) -> tuple[list[int], float]:
         """Signature indices this record may match, and the penalty its kind carries."""
         if record.kind == "exception":
-            short = record.short_type
-            if short in OOM_TYPES and any(w in record.message for w in _OOM_WORDS):
-                return self.oom_sigs, 0.0
-            if short not in self.by_type and short.endswith("RuntimeError"):
-                # a library's own RuntimeError (XlaRuntimeError, JaxRuntimeError) carries the same text
-                return self.by_type.get("RuntimeError", []), 0.0
-            return self.by_type.get(short, []), 0.0
+            return self._typed(record), 0.0
         if record.kind == "inner":
-            if record.type:
-                if record.short_type in OOM_TYPES and any(w in record.message for w in _OOM_WORDS):
-                    return self.oom_sigs, INNER_PENALTY
-                return self.by_type.get(record.short_type, []), INNER_PENALTY
-            return self.all_sigs, INNER_PENALTY
+            return (self._typed(record) if record.type else self.all_sigs), INNER_PENALTY
         if record.kind == "log":
             # a log line is compared with log-line signatures only; an exception's text comes with its type
             if record.level in ("INFO", "DEBUG"):
                 return self.info_sigs, 0.0
             return self.level_sigs, 0.0
         return self.all_sigs, BARE_PENALTY
+
+    def _typed(self, record) -> list[int]:
+        """The signatures of a record's exception class (the same whether the line begins with it or
+        a wrapper's text or a sentence quotes it)."""
+        short = record.short_type
+        if short in OOM_TYPES and any(w in record.message for w in _OOM_WORDS):
+            return self.oom_sigs
+        if short not in self.by_type and short.endswith("RuntimeError"):
+            # a library's own RuntimeError (XlaRuntimeError, JaxRuntimeError) carries the same text
+            return self.by_type.get("RuntimeError", [])
+        return self.by_type.get(short, [])
 
     def _token_filter(self, norm: str, ids: list[int]) -> list[int]:
         """Signatures that share enough words with the line to be worth a fuzzy score (rapidfuzz's
@@ -331,7 +348,13 @@ class Table:
         if not ids or not record.message.strip():
             return None
         line = record.norm
+        # an error's text that holds the wording's opening sentences word for word and then goes on with
+        # a sentence of its own (flattened onto one line with what followed it): those sentences are it,
+        # however few of the wording's words the rest shares (so before the word filter)
+        lead = [i for i in ids if leads(record.message, self.sigs[i])] \
+            if record.kind in ("exception", "inner") and record.type is not None else []
         ids = self._token_filter(line, ids)
+        ids += [i for i in lead if i not in ids]
         logged = record.kind == "log" and record.level in ("ERROR", "CRITICAL")
         if not ids and not logged:
             return None
@@ -345,13 +368,14 @@ class Table:
         def word_for_word(sig: dict) -> bool:
             return exact(message, sig) or (canon != message and exact(canon, sig))
 
+
         if named:
             ids = [i for i in ids if same_device(i)]
         out = []
         fuzzy_ids = []
         for i in ids:
             sig = self.sigs[i]
-            if word_for_word(sig):
+            if word_for_word(sig) or i in lead:
                 # the template word for word: placeholders hold anything (a request id, not only numbers)
                 out.append((100.0 - penalty, i, True))
             elif sig.get("level") in ("INFO", "DEBUG"):
@@ -391,7 +415,7 @@ class Table:
                     s *= len(choices[k]) / MIN_DISTINCT
                 if s >= floor:
                     out.append((s, fuzzy_ids[k], False))
-        if record.kind == "exception" and self.phrases:
+        if record.type is not None and record.kind in ("exception", "inner") and self.phrases:
             self._phrase_scores(line, ids, out)
         out.sort(key=lambda t: (-t[0], not t[2]))
         return out

@@ -263,7 +263,7 @@ def _exception(content: str) -> tuple[str, str] | None:
     etype = m.group("type")
     if m.group("repr") is not None:
         msg = m.group("repr").strip()
-        if msg[:1] in "'\"":
+        if msg and msg[0] in "'\"":  # ("" is in every string: an empty repr has no quote)
             q = msg[0]
             msg = msg[1:]
             end = msg.rfind(q)
@@ -323,8 +323,12 @@ def parse(lines: list[tuple[int, str]]) -> list[tuple]:
                 for part in unflatten(piece):
                     hunks |= _parse_one(parsed, lineno, part)
             continue
-        if len(raw) >= UNFLATTEN_MIN and (raw.count(".py") >= 2 or raw.lstrip().startswith('File "')):
-            parts = unflatten(raw)
+        if len(raw) >= UNFLATTEN_MIN and (raw.count(".py") >= 2 or 'File "' in raw):
+            flat = raw
+            if raw.count(".py") < 2 and not raw.lstrip().startswith('File "'):
+                # one frame behind a launcher's prefix (a pod's timestamp, "[rank0]:"): the frame opens the text
+                flat = strip_prefixes_shaped(clean_line(raw))[0]
+            parts = unflatten(flat) if flat.lstrip().startswith('File "') or flat is raw else [raw]
             if len(parts) > 1:
                 for part in parts:
                     hunks |= _parse_one(parsed, lineno, part)
@@ -860,7 +864,8 @@ def dedent_blocks(lines: list[str]) -> list[str]:
     return [ln[len(indent):] if ln.startswith(indent) else ln for ln in lines]
 
 
-_TB_START_RE = Lazy(r'^\s*(?:File "|Traceback \(most recent call last\))')
+# (a page stored as HTML escapes the quote: "File &quot;/usr/...")
+_TB_START_RE = Lazy(r'^\s*(?:File (?:"|&quot;|&#34;)|Traceback \(most recent call last\))')
 _STAMP_RE = Lazy(r"\d\d:\d\d")
 LEARNED_MIN = 3  # lines that must share a launcher's prefix before it is learned from the paste
 LEARNED_SHARE = 0.3  # ... and the share of the paste's lines they must be
@@ -897,9 +902,12 @@ def strip_learned_prefix(lines: list[str]) -> list[str]:
 
 # timestamps that open a log line, one pattern per layout (compared only within a layout: a web console's
 # local time and vLLM's UTC can differ): ISO date and time, vLLM's level then month-day and time
+# (behind a launcher's own prefix, the same on each line: "[rank0]:", a compose service's "name  | ",
+# a quote's "> ", a Ray worker's "(pid=...)")
+_LAUNCHER = r"^\s*(?:\[rank\d+\]:\s*|[\w.-]+\s+\|\s+|>\s+|\([\w.-]+ pid=\d+\)\s*)*"
 _STAMP_RES = (
-    Lazy(r"^\s*\[?(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?"),
-    Lazy(r"^\s*(?:\([\w.-]+ pid=\d+\)\s*)?(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d+))?"),
+    Lazy(_LAUNCHER + r"\[?(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?"),
+    Lazy(_LAUNCHER + r"(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d+))?"),
 )
 NEWEST_FIRST_MIN = 3  # steps back in time, with none forward, that make a paste newest-first
 

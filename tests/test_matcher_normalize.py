@@ -1,4 +1,5 @@
 """kvkb.matcher.normalize and .segment: what a pasted log looks like after clean-up."""
+import pytest
 
 from kvkb.matcher.normalize import clean_line, normalise, strip_ansi_bytes, strip_prefixes, to_number
 from kvkb.matcher.segment import segment, split_lines
@@ -385,3 +386,39 @@ def test_buildkites_bracketed_stamp_is_a_launchers_and_a_cut_header_leaves_nothi
     assert strip_prefixes("[2026-04-13T02:35:01Z] (StageEngineCoreProc pid=762) ERROR 04-13 02:35:01")[0:2] == ("", "ERROR")
     # Hydra's "[date][logger][LEVEL] - " header is not this stamp
     assert strip_prefixes("[2021-06-06 21:07:33,713][vllm.engine][INFO] - x")[0:2] == ("x", "INFO")
+
+
+@pytest.mark.parametrize("prefix", ["[rank0]: ", "api-1  | ", "> ", "(Worker pid=12345) "])
+def test_a_paste_newest_first_behind_a_launchers_prefix_is_read_oldest_first(prefix):
+    from kvkb.matcher.segment import newest_first
+
+    lines = [prefix + s for s in ("2024-01-01 00:00:03 c", "2024-01-01 00:00:02 b", "2024-01-01 00:00:01 a",
+                                  "2024-01-01 00:00:00 start")]
+    ordered = newest_first(list(enumerate(lines, 1)))
+    assert ordered is not None and [n for n, _ in ordered] == [4, 3, 2, 1]
+
+
+def test_one_flattened_frame_behind_a_launchers_prefix_is_a_frame():
+    # a pod's timestamp in front of a traceback flattened onto one line with one frame in it
+    text = ('2025-06-16T07:42:55.123456789Z File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_worker.py", '
+            "line 381, in determine_available_memory cudagraph_memory_estimate = self.model_runner.profile_cudagraph_memory() "
+            "... torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.53 GiB. GPU has a total capacity of "
+            "23.00 GiB of which 1.49 GiB is free.\n")
+    recs = segment(list(enumerate(split_lines(text), 1)))[0]
+    assert any(r.kind == "exception" and r.type == "torch.OutOfMemoryError" for r in recs)
+    # a line whose text does not open with the frame is left whole
+    from kvkb.matcher.segment import parse
+
+    plain = "2025-06-16T07:42:55.123456789Z a note naming " + text.split("Z ", 1)[1]
+    assert len(parse([(1, plain)])) == 1 and len(parse([(1, text)])) > 1
+
+
+def test_a_learned_prefix_is_taken_off_a_page_stored_as_html():
+    from kvkb.matcher.segment import strip_learned_prefix
+
+    lines = ["[0] [rank0]: Traceback (most recent call last):",
+             '[0] [rank0]:   File &quot;/x/model.py&quot;, line 91, in forward',
+             "[0] [rank0]:     x = x + self.attn(x)",
+             "[0] [rank0]: RuntimeError: boom"]
+    out = strip_learned_prefix(lines)
+    assert out[1] == '  File &quot;/x/model.py&quot;, line 91, in forward'

@@ -268,3 +268,11 @@ def test_uvicorn_lines_in_front_of_a_real_error_are_not_the_first_error():
     data = report_json(report)
     assert "HTTP/1.1" not in (data.get("first_error") or ""), data.get("first_error")
     assert report.root_cause is not None, [(m["id"], m["score"]) for m in data["matches"]]
+
+
+@pytest.mark.parametrize("line", ["ValueError( ", "ValueError(", "RuntimeError(   )", "torch.OutOfMemoryError("])
+def test_an_exception_with_an_empty_repr_is_read_not_raised(line):
+    # '"" in "\'\\""' is true: an empty repr once raised IndexError out of the segmenter
+    text = 'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n' + line + "\n"
+    r = matcher().match(text)
+    assert r.root_cause is None

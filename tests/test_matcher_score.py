@@ -215,3 +215,68 @@ def test_a_near_miss_of_vllms_context_length_wording_is_no_confident_claim():
     line = ("BadRequestError: Error code: 400 - {'error': {'message': \"This model's maximum context length is 4097 "
             "tokens. However, your messages resulted in 6988 tokens. Please reduce the length of the messages.\"}}")
     assert Matcher.from_entries(kb_entries()).match(line).confident == []
+
+
+def _sig_of(entry: str, needle: str) -> dict:
+    m = Matcher.load()
+    return next(s for s in m.table.sigs if m.entries[s["entry"]]["id"] == entry and needle in s["norm"])
+
+
+@pytest.mark.parametrize("text,expected", [
+    # the opening sentence word for word, then the prose that followed it, flattened onto its line
+    ("max_num_seqs (1024) exceeds available Mamba cache blocks (524) This caused the engine to fail", True),
+    ("max_num_seqs (1024) exceeds available Mamba cache blocks (524). This caused the engine to fail", True),
+    ("max_num_seqs (1024) exceeds available Mamba cache blocks (524). Each decode sequence requires one Mamba "
+     "cache block, so CUDA graph capture cannot proceed. [rank0]: next line", True),
+    # the same sentence going on in lower case: it may be another message in the same mould
+    ("max_num_seqs (1024) exceeds available Mamba cache blocks (524) while capturing graphs", False),
+    # the sentence not finished, or too little of the wording to tell
+    ("max_num_seqs (1024) exceeds available Mamba cache Something else", False),
+    ("max_num_seqs (1024) exceeds", False),
+    # the wording does not open the text
+    ("I wonder why max_num_seqs (1024) exceeds available Mamba cache blocks (524) This caused", False),
+])
+def test_leads_reads_a_wordings_opening_sentences_and_what_goes_on_after(text, expected):
+    from kvkb.matcher.literal import leads
+
+    assert leads(text, _sig_of("mamba-cache-blocks-below-max-num-seqs", "mamba cache blocks")) is expected
+
+
+def test_a_flattened_error_running_on_into_prose_is_still_its_entry():
+    text = ("The default configuration attempted to allocate: max_num_seqs=1024 which exceeded the available Mamba "
+            "cache blocks during engine initialization: ValueError: max_num_seqs (1024) exceeds available Mamba "
+            "cache blocks (524) This caused the engine to fail startup on 2x H100 80GB HBM3 systems.\n")
+    r = Matcher.load().match(text)
+    assert r.root_cause == "mamba-cache-blocks-below-max-num-seqs"
+    # written the same way without the class, the sentence is a person's: no lead is read
+    r = Matcher.load().match(text.replace("ValueError: ", ""))
+    assert r.root_cause is None
+
+
+def test_an_error_quoted_mid_line_is_scored_with_its_class_wordings():
+    # XlaRuntimeError quoted inside a sentence gets RuntimeError's wordings, as at a line's start
+    from kvkb.matcher.segment import segment
+
+    text = ("Now it fails. jaxlib._jax.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out "
+            "of memory in memory space vmem. Used 32.42M of 16.00M vmem. Exceeded vmem capacity by 16.42M.")
+    m = Matcher.load()
+    inner = [r for r in segment([(1, text)])[0] if r.kind == "inner"]
+    assert inner and m.table.candidates(inner[0])[0] == m.table.by_type["RuntimeError"]
+
+
+def test_a_long_lines_fuzzy_hit_is_judged_where_it_aligned():
+    from kvkb.matcher.score import aligned_part, meaning_differs
+
+    sig = _sig_of("lmcache-cpu-buffer-full", "failed to allocate memory")
+    para = ("i think i found what is the problem. when the server warms up the model it allocates memory for the kv "
+            "cache so, those 67 gb ram are coming from the 14gb of the weights and the rest is the kv cache; another "
+            "server on that card later ran out of memory")
+    part = aligned_part(para, sig["norm"])
+    assert "allocates memory for the kv" in part and len(part) < len(para)
+    # the paragraph says memory ran out (elsewhere), the part the wording aligned with does not
+    assert meaning_differs(para, sig) is None
+    assert meaning_differs(part, sig) is not None
+    r = Matcher.load().match(para.replace("\n", " ") + "\n")
+    assert r.root_cause is None
+    # a line shorter than twice the wording is read whole
+    assert aligned_part("failed to allocate memory for the kv cache.", sig["norm"]) == "failed to allocate memory for the kv cache."

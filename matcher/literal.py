@@ -138,40 +138,40 @@ def leads(text: str, sig: dict) -> bool:
     must go on as a new sentence does (a capital, a digit, a bracket, not a lower-case word: "out of
     memory while ..." goes on with the same sentence, which may be another error's)."""
     lits = sig.get("lits")
-    if not lits or len(lits) < 1:
+    if not lits:
         return False
     t = collapse(text)
     gaps = sig["gaps"]
-    start = t.find(lits[0])
-    # the wording opens the text: after its leading placeholder's token, or a status a runtime puts
-    # before the message ("RESOURCE_EXHAUSTED: ", "[Error]: ")
+    # (the first literal may itself be where the text goes on otherwise: found by its opening)
+    start = t.find(lits[0][:LEAD_MIN])
+    # the wording opens the text: after its leading placeholder's token, a status a runtime puts
+    # before the message ("RESOURCE_EXHAUSTED: ", "[Error]: "), or pydantic's heading of a config's
+    # validator error flattened onto its line ("1 validation error for SchedulerConfig Value error, ")
     head = t[:start].rstrip()
-    if start < 0 or (start and not ((gaps[0] and " " not in head) or (head.endswith(":") and len(head) <= LEAD_HEAD))):
+    if start < 0 or (start and not ((gaps[0] and " " not in head) or (head.endswith(":") and len(head) <= LEAD_HEAD)
+                                    or (head.endswith("Value error,") and len(head) <= 2 * LEAD_HEAD))):
         return False
-    got, pos = len(lits[0]), start + len(lits[0])
-    for lit, names in zip(lits[1:] + [""], gaps[1:]):
-        if names:
+    got, pos = 0, start
+    for k, lit in enumerate(lits + [""]):
+        if k and gaps[k]:
             token = _token_after(t, pos)
             if not token:
                 return False
             # the value is one token; the literal after it may begin inside that token (") This" after "524")
             end = pos + len(token)
-            cut = next((k for k in range(pos + 1, end + 1) if lit and t.startswith(lit[: end - k], k)), end) if lit else end
-            pos = cut
+            pos = next((i for i in range(pos + 1, end + 1) if lit and t.startswith(lit[: end - i], i)), end) if lit else end
         if not lit:
             return False  # the whole wording: a whole match (exact), not a lead
         j = 0
         while j < len(lit) and pos + j < len(t) and t[pos + j] == lit[j]:
             j += 1
-        if j == len(lit):
-            got, pos = got + j, pos + j
-            continue
         got += j
-        rest = t[pos + j:]
-        before = lit[:j]
-        after = lit[j:]
+        if j == len(lit):
+            pos += j
+            continue
+        before, after = lit[:j], lit[j:]
         if got < LEAD_MIN or not (sentence_ends(before, after) or before.endswith((". ", "; "))):
             return False
-        rest = rest.lstrip(" .;")
+        rest = t[pos + j:].lstrip(" .;")
         return bool(rest) and not rest[:1].islower() and rest[:1] not in ",:)]}"
     return False

@@ -242,6 +242,25 @@ def test_leads_reads_a_wordings_opening_sentences_and_what_goes_on_after(text, e
     assert leads(text, _sig_of("mamba-cache-blocks-below-max-num-seqs", "mamba cache blocks")) is expected
 
 
+@pytest.mark.parametrize("entry,needle,text,expected", [
+    # a wording of one literal, its first sentence kept and markdown after it
+    ("no-memory-for-cache-blocks", "no available memory for the cache blocks. try",
+     "No available memory for the cache blocks**: $ python -m vllm.entrypoints.openai.api_server --model m", True),
+    ("no-memory-for-cache-blocks", "no available memory for the cache blocks. try",
+     "No available memory for the cache blocks and then some", False),
+    # pydantic's heading of a config validator's error, flattened onto the line with what followed
+    ("max-num-batched-tokens-below-max-model-len", "is smaller than max_model_len",
+     "1 validation error for SchedulerConfig Value error, max_num_batched_tokens (8192) is smaller than "
+     "max_model_len (131072). ... Root cause chain: a later change", True),
+    ("max-num-batched-tokens-below-max-model-len", "is smaller than max_model_len",
+     "a long sentence written by a person, then max_num_batched_tokens (8192) is smaller than max_model_len (131072). So", False),
+])
+def test_leads_on_other_shapes(entry, needle, text, expected):
+    from kvkb.matcher.literal import leads
+
+    assert leads(text, _sig_of(entry, needle)) is expected
+
+
 def test_a_flattened_error_running_on_into_prose_is_still_its_entry():
     text = ("The default configuration attempted to allocate: max_num_seqs=1024 which exceeded the available Mamba "
             "cache blocks during engine initialization: ValueError: max_num_seqs (1024) exceeds available Mamba "

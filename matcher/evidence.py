@@ -305,12 +305,15 @@ _LOG_DEVICE_RE = Lazy(
     r"|(?<![A-Za-z])Arc(?![A-Za-z_-])|level_zero"
     r"|\b[Ii]ntel[-_ ]?[Gg][Pp][Uu]s?\b|\bZE_AFFINITY_MASK|\bSYCL_\w+)"
     r"|(?P<hpu>[Hh]abana|\bGaudi|\bHPUs?\b|\bhpu\b|synStatus|vllm[_-]gaudi|PT_HPU)"
-    r"|(?P<tpu>torch_xla|\bTPUs?\b|\btpu\b|libtpu|tpu_inference|PJRT_DEVICE=TPU)")
+    # (a TPU generation as its machine type names it: "tpu7x", "tpu-v5e", "tpu_v6e")
+    r"|(?P<tpu>torch_xla|\bTPUs?\b|\btpu\b|\btpu[-_]?v?\d+[a-z]?\b|libtpu|tpu_inference|PJRT_DEVICE=TPU)")
 
 # literals one of which every _LOG_DEVICE_RE match holds (a bare lowercase word after a non-letter:
 # "input" and "output" hold "npu" and "tpu"); searched first, since most lines name no device
 _DEVICE_GATE_RE = Lazy(r"NPU|XPU|HPU|TPU|xpu|scend|910|Atlas|NZ format|ipex|Arc|level_zero|abana|audi|synStatus|xla|ntel[-_ ]?[Gg][Pp][Uu]"
                        r"|torch_npu| npu|npu:|'npu|\.npu|hpu_|_hpu| hpu|\.hpu|tpu_|libtpu| tpu|_NPU_|ASCEND|HCCL_|ZE_AFFINITY|SYCL_")
+
+_CAMEL_RE = _rx(r"([A-Z]{3,})([A-Z][a-z])")  # an acronym glued to the next word: "NPURayWorker"
 
 # A worker that reports the method it was running when it failed (V0's multiproc workers, the
 # executors' RPC): that method is a frame of the failure even when its traceback is cut
@@ -502,7 +505,9 @@ class Scanner:
             if len(self._tags_seen) < 64:
                 self._tags_seen.add(part)
             if _DEVICE_GATE_RE.search(part):
-                dev = _LOG_DEVICE_RE.search(part.replace("-", " ").replace("_", " ")) or _LOG_DEVICE_RE.search(part)
+                # (a worker class named for its device: Ray's "(NPURayWorkerWrapper pid=..)", "(XPUWorker ..)")
+                words = _CAMEL_RE.sub(r"\1 \2", part).replace("-", " ").replace("_", " ")
+                dev = _LOG_DEVICE_RE.search(words) or _LOG_DEVICE_RE.search(part)
                 if dev:
                     self.devices[dev.lastgroup] = self.devices.get(dev.lastgroup, 0) + 1
 

@@ -741,3 +741,25 @@ def test_sizes_read_off_pytorchs_oom_text_need_a_digit():
     assert matcher().match(text).matches[0].id == "cuda-oom-during-startup"
     assert pool_gib(text.replace("with . MiB", "with 46.00 MiB")) == (46.0 / 1024, "46.00 MiB")
     assert room_left(text.replace("allocate . MiB", "allocate 20.00 MiB"))[1] == 5.19
+
+
+def test_a_worker_class_named_for_its_device_in_a_launchers_tag_names_the_device():
+    # Ray's tag names the actor's class: vllm-ascend's "NPURayWorkerWrapper", glued to the next word
+    tag = "(NPURayWorkerWrapper pid=399601, ip=10.43.132.227) ERROR 03-07 09:51:00 worker_base.py:581] "
+    text = "\n".join(tag + ln for ln in [
+        "Traceback (most recent call last):",
+        '  File "/usr/local/lib/python3.10/site-packages/vllm/model_executor/models/deepseek_v2.py", line 162, in forward',
+        "    final_hidden_states = self.experts(",
+        '  File "/usr/local/lib/python3.10/site-packages/vllm/model_executor/layers/fused_moe/layer.py", line 586, in forward'])
+    m = matcher().match(text + "\n").matches[0]
+    assert (m.id, m.confidence) == ("npu-out-of-memory", "likely")
+    # the same tag of vLLM's own Ray worker names no device
+    m = matcher().match(text.replace("NPURayWorkerWrapper", "RayWorkerWrapper") + "\n").matches[0]
+    assert m.id != "npu-out-of-memory"
+
+
+def test_a_tpu_generation_names_the_device():
+    m = matcher().match("Set tp=2 for tpu7x tests that have OOM issues.\n").matches[0]
+    assert (m.id, m.confidence) == ("tpu-hbm-resource-exhausted", "likely")
+    # a word that only holds the letters is none
+    assert all(m.id != "tpu-hbm-resource-exhausted" for m in matcher().match("Set tp=2 for output7x tests that have OOM issues.\n").matches)

@@ -142,6 +142,7 @@ class Matcher:
         self._meta: dict[str, tuple[bool, frozenset]] | None = None
         self._logsites: Sites | None = None
         self._types: frozenset[str] | None = None
+        self._firsts: list[tuple[str, int]] | None = None  # wordings' first sentences (_paraphrased)
         self._by_class: dict[str, list[int]] | None = None  # exception class's last name -> its signatures
         # every cause sign of the KB: looked for in each window read, so a fix can follow what the log shows
         self.signs = sorted({sg for e in self.entries for c in e.get("signed", ()) for sg in c["signs"]})
@@ -819,6 +820,10 @@ class Matcher:
         if root is None:
             values = scanner.values() | fill.context_values(_context_text(context, last))
             likely = self._from_evidence(scanner, not_memory is not None, global_stage, values)
+            if cut_line is None and not_memory is None and not any(m.confidence == "likely" for m in likely):
+                # nothing in the log tells it: a person's sentence may tell the error in its words
+                told = self._paraphrased(records)
+                likely = ([told] if told else []) + [m for m in likely if not told or m.id != told.id]
             if cut_line is not None and cut_line.category == "engine-wrapper" and other_error:
                 _demote(cut_line, "possible")  # a cut wrapper line below an error no entry claims: it died of that
             if cut_line is not None:
@@ -943,6 +948,57 @@ class Matcher:
             m.evidence = [Fact(rec.line, rec.text, "the pieces of this quote, with parts left out ('...'), are word for "
                                                    "word and in order this entry's wording, and no other entry's"),
                           Fact(None, "", "parts are left out: paste the whole error line to tell")]
+            return m
+        return None
+
+    def _first_sentences(self) -> list[tuple[str, int]]:
+        """(first sentence, signature index) of each wording whose first sentence says enough on its own:
+        long enough, and reporting a failure."""
+        if self._firsts is None:
+            out = []
+            for i, sg in enumerate(self.table.sigs):
+                if sg.get("level") in ("INFO", "DEBUG"):
+                    continue
+                first = sg["norm"].split(". ", 1)[0]
+                # (a first sentence that reports no failure, "This model's maximum context length is X
+                # tokens", is said of healthy runs and other programs alike: the error is in what follows)
+                if len(first.replace("<n>", "")) >= PARAPHRASE_MIN and says_failure(first):
+                    out.append((first, i))
+            self._firsts = out
+        return self._firsts
+
+    def _paraphrased(self, records: list[Record]) -> Match | None:
+        """A person's sentence that says a wording's first sentence all but word for word ("the default
+        `max_num_seqs=1024` exceeds the available Mamba cache blocks"), with no error line in the paste:
+        likely, never confident (the person tells of the error; the error line would tell it whole).
+        Exactly one entry's first sentence must be that close, and its meaning words agree."""
+        prose = [r for r in records if r.kind in ("bare", "inner") and r.type is None and r.level not in ("INFO", "DEBUG")]
+        if not prose or len(prose) > PARAPHRASE_RECORDS:
+            return None
+        from rapidfuzz import fuzz
+
+        firsts = self._first_sentences()
+        for rec in reversed(prose):
+            line = rec.norm
+            best: dict[int, tuple[float, int]] = {}
+            for first, i in firsts:
+                if len(line) < len(first) * 0.8:
+                    continue
+                score = fuzz.partial_ratio(first, line, score_cutoff=PARAPHRASE_SCORE)
+                # (its words judged against that sentence: "less than" must be there as the wording says it)
+                if score and meaning_differs(aligned_part(line, first), {**self.table.sigs[i], "norm": first}) is None:
+                    ei = self.table.sigs[i]["entry"]
+                    if score > best.get(ei, (0.0, 0))[0]:
+                        best[ei] = (score, i)
+            if len(best) != 1:
+                continue  # none, or several entries' sentences alike: the prose says no one error
+            score, si = next(iter(best.values()))
+            entry = self.entries[self.table.sigs[si]["entry"]]
+            m = self._build(rec, entry, si, POSSIBLE, False, None, stage(rec.cues) or rec.stage, None)
+            m.startup, m.confidence = rec.startup, "likely"
+            m.evidence = [Fact(rec.line, rec.text, f"the person's sentence says this entry's wording all but word for "
+                                                   f"word (its first sentence, score {score:.0f}), and no other entry's"),
+                          Fact(None, "", "no error line is in the paste: paste the lines where it failed to tell")]
             return m
         return None
 
@@ -1169,6 +1225,9 @@ _PASTE_SCAN = 1 << 20  # a window up to this size is searched whole for the word
 
 CUT_LINE_MIN = 6  # characters of a cut error message that must be there to say whose wording it begins
 CUT_ANCHOR = 16  # literal characters of a wording a cut last line must hold, after whatever came first
+PARAPHRASE_MIN = 40  # characters (values left out) a wording's first sentence needs to be told in prose
+PARAPHRASE_SCORE = 88.0  # how close a person's sentence must come to it
+PARAPHRASE_RECORDS = 40  # prose records read for it: a paste, not a log
 # a qualified exception class cut mid-name (`ray.exceptions.OutOfMe`): a dotted module path, then the start of a class
 _CUT_CLASS_RE = Lazy(r"^[a-z_][\w]*(?:\.[a-z_]\w*)*\.[A-Z]\w{2,}$")
 

@@ -81,7 +81,8 @@ def meaning_differs(line: str, sig: dict) -> str | None:
     # a wording that reports a failure, in a line as long that reports none ("it allocates memory for
     # the KV cache" is not "Failed to allocate memory for the KV cache"): a description, not the error
     # (a shorter line may be the wording cut before its failure words)
-    if len(line) >= len(sig["norm"]) and says_failure(sig["norm"]) and not says_failure(line):
+    # (a shorter line may be the wording cut before its failure words; one long enough to reach them is not)
+    if says_failure(sig["norm"]) and not says_failure(line) and len(line) >= min(len(sig["norm"]), failure_reach(sig["norm"])):
         return "it does not say that anything failed"
     # a signal names what went wrong (SIGBUS: a shared-memory page with no room; SIGSEGV: a bad pointer)
     if "sig" in line:
@@ -152,6 +153,16 @@ _FAILURE_RE = Lazy(r"\boom|sig[a-z]")
 def says_failure(text: str) -> bool:
     """The text reports a failure: a word of one ("failed", "cannot", "out of", "too large", "OOM", "SIGBUS")."""
     return any(w in text for w in _FAILURE_WORDS) or (("oom" in text or "sig" in text) and _FAILURE_RE.search(text) is not None)
+
+
+def failure_reach(text: str) -> int:
+    """Where the text's first word of failure ends (its length when it has none)."""
+    low = text.lower()
+    ends = [i + len(w) for w in _FAILURE_WORDS if (i := low.find(w)) >= 0]
+    m = _FAILURE_RE.search(low) if ("oom" in low or "sig" in low) else None
+    if m:
+        ends.append(m.end())
+    return min(ends, default=len(text))
 
 
 _SIGNAL_RE = Lazy(r"\bsig(?:bus|segv|kill|term|abrt|ill|fpe|int|hup|pipe|usr1|usr2)\b")

@@ -806,3 +806,21 @@ def test_memory_in_cuda_graph_pools_puts_an_unstaged_oom_after_start_up():
     for pool in ("0 bytes", "71.20 GiB"):
         top = matcher().match(oom.format(pool=pool)).matches[0]
         assert top.id == "cuda-oom-during-startup" and top.confidence == "likely"
+
+
+def test_a_persons_sentence_that_tells_a_wordings_first_sentence_is_likely():
+    text = ("The profile is a hybrid Mamba model whose default `max_num_seqs=1024` exceeds the available Mamba cache "
+            "blocks on a two-GPU allocation, causing the engine to crash during CUDA-graph capture.\n")
+    r = matcher().match(text)
+    m = r.matches[0]
+    assert r.root_cause is None and (m.id, m.confidence) == ("mamba-cache-blocks-below-max-num-seqs", "likely")
+    assert "first sentence" in m.evidence[0].says
+    # a first sentence that reports no failure is said of healthy runs too ("Free memory on device ... on
+    # startup. Desired GPU memory utilization is ..." is an INFO line quoted in a PR)
+    healthy = ("Free memory on device (177.66/178.36 GiB) on startup. Desired GPU memory utilization is (0.9, 160.53 GiB). "
+               "Actual usage is 8.58 GiB for weights, and the KV cache gets the rest.\n")
+    assert all(m.id != "insufficient-free-memory-at-startup" or m.confidence == "possible"
+               for m in matcher().match(healthy).matches)
+    # the same sentence that does not say the failure ('exceeds') is no paraphrase of it
+    assert all(m.id != "mamba-cache-blocks-below-max-num-seqs" or m.confidence == "possible"
+               for m in matcher().match(text.replace("exceeds", "matches")).matches)

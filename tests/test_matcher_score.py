@@ -299,3 +299,16 @@ def test_a_long_lines_fuzzy_hit_is_judged_where_it_aligned():
     assert r.root_cause is None
     # a line shorter than twice the wording is read whole
     assert aligned_part("failed to allocate memory for the kv cache.", sig["norm"]) == "failed to allocate memory for the kv cache."
+
+
+def test_a_line_long_enough_to_reach_the_wordings_failure_words_must_say_one():
+    from kvkb.matcher.score import failure_reach, meaning_differs
+
+    sig = _sig_of("insufficient-free-memory-at-startup", "on startup is less than desired gpu memory utilization (")
+    assert failure_reach(sig["norm"]) == sig["norm"].index("less than") + len("less than")
+    # a healthy line in the same mould, past where the wording says "less than": no failure said
+    healthy = ("free memory on device (<n>/<n> gib) on startup. desired gpu memory utilization is (<n>, <n> gib). "
+               "actual usage is <n> gib for weights")
+    assert meaning_differs(healthy, sig) == "it does not say that anything failed"
+    # the wording cut before its failure words may still be it
+    assert meaning_differs("free memory on device (<n>/<n> gib) on startup", sig) is None

@@ -810,7 +810,7 @@ class Matcher:
         likely: list[Match] = []
         # errors in view that no entry claims: a cut line other than theirs names no error whole
         in_view = ([not_memory] if not_memory is not None else []) + [r for r in uncovered if r.startup == last]
-        cut_line = self._cut_line(records, scanner, in_view) if root is None else None
+        cut_line = self._cut_line(records, scanner, in_view, other_resource) if root is None else None
         if cut_line is not None and not_memory is not None and not_memory.line == cut_line.line_no:
             not_memory = None  # the error the paste stops in is this entry's, not another one
         if cut_line is not None and cut_line.confident:
@@ -866,14 +866,16 @@ class Matcher:
                     report.new_issue_url = new_issue_url(shown.norm, shown.text)
         return report
 
-    def _cut_line(self, records: list[Record], scanner: Scanner, in_view: list[Record]) -> Match | None:
+    def _cut_line(self, records: list[Record], scanner: Scanner, in_view: list[Record],
+                  other: tuple[Record, str] | None = None) -> Match | None:
         """The paste stops in the middle of its error line ("RuntimeError: UVA is", "ray.exceptions.OutOfMe"):
         the words it got to are how exactly one entry's wording begins (the class and the start of the
         message, or the start of a qualified class name). Likely: the rest of the line could still say
         something else. Confident only when the paste stops where a sentence of that wording ends (a
         writer hard-wraps or trims the message there): the sentence names the error whole, and no other
         entry's wording begins with it, and no other error is in view (`in_view`: errors no entry claims;
-        the engine may have died of one of those)."""
+        the engine may have died of one of those), and no doubt stands (`other`: the runtime's reason naming
+        another resource, _other_resource, read once per paste)."""
         rec = next((r for r in reversed(records) if r.line is not None), None)
         if rec is None or scanner.last_at != (rec.joins[-1][1] if rec.joins else rec.line):
             return None
@@ -911,7 +913,7 @@ class Matcher:
         m = self._build(rec, entry, si, POSSIBLE, False, None, stage(rec.cues) or rec.stage, None)
         m.startup = rec.startup
         if si in ends and all(r.line == rec.line for r in in_view) \
-                and self._doubt(rec, entry, si, False, scanner, self._other_resource(records)) is None:
+                and self._doubt(rec, entry, si, False, scanner, other) is None:
             m.confident, m.confidence = True, "confident"
             # the score the line's words get against the whole wording (shown; the cut explains the rest)
             ei = self.table.sigs[si]["entry"]

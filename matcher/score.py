@@ -80,7 +80,6 @@ def meaning_differs(line: str, sig: dict) -> str | None:
         return f"it does not name {', '.join(keys[:3])}"
     # a wording that reports a failure, in a line as long that reports none ("it allocates memory for
     # the KV cache" is not "Failed to allocate memory for the KV cache"): a description, not the error
-    # (a shorter line may be the wording cut before its failure words)
     # (a shorter line may be the wording cut before its failure words; one long enough to reach them is not)
     if says_failure(sig["norm"]) and not says_failure(line) and len(line) >= min(len(sig["norm"]), failure_reach(sig["norm"])):
         return "it does not say that anything failed"
@@ -378,7 +377,6 @@ class Table:
 
         def word_for_word(sig: dict) -> bool:
             return exact(message, sig) or (canon != message and exact(canon, sig))
-
 
         if named:
             ids = [i for i in ids if same_device(i)]

@@ -324,11 +324,15 @@ def parse(lines: list[tuple[int, str]]) -> list[tuple]:
                     hunks |= _parse_one(parsed, lineno, part)
             continue
         if len(raw) >= UNFLATTEN_MIN and (raw.count(".py") >= 2 or 'File "' in raw):
-            flat = raw
-            if raw.count(".py") < 2 and not raw.lstrip().startswith('File "'):
-                # one frame behind a launcher's prefix (a pod's timestamp, "[rank0]:"): the frame opens the text
-                flat = strip_prefixes_shaped(clean_line(raw))[0]
-            parts = unflatten(flat) if flat.lstrip().startswith('File "') or flat is raw else [raw]
+            if raw.count(".py") >= 2 or raw.lstrip().startswith('File "'):
+                parts = unflatten(raw)
+            else:
+                bare = strip_prefixes_shaped(clean_line(raw))[0]
+                if bare == raw:
+                    parts = unflatten(raw)  # no prefix: unflatten decides (a sentence, then one frame and its error)
+                else:
+                    # one frame behind a launcher's prefix (a pod's timestamp, "[rank0]:"): the frame opens the text
+                    parts = unflatten(bare) if bare.lstrip().startswith('File "') else [raw]
             if len(parts) > 1:
                 for part in parts:
                     hunks |= _parse_one(parsed, lineno, part)

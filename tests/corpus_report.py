@@ -193,18 +193,18 @@ DRESSES = {
 DRESS_WRONG = 0.01
 
 
-def dress_rows(matcher, corpus: Path = CORPUS) -> dict[str, tuple[int, int, list[str]]]:
-    """Per dress: (right answers kept, right answers, the files whose answer it lost), over the
-    evident positives kbmatch answers right as pasted."""
-    out = {name: [0, 0, []] for name in DRESSES}
+def _dressed(matcher, corpus: Path, wanted, names: list[str]) -> dict[str, tuple[int, int, list[str]]]:
+    """Per dress named: (cases still answered right, cases tried, the files it turned wrong), over the
+    cases `wanted` picks that kbmatch answers right as pasted."""
+    out = {name: [0, 0, []] for name in names}
     for case in cases(corpus):
-        if case["kind"] != "positive" or not case.get("evident"):
+        if not wanted(case):
             continue
         text = case["path"].read_bytes().decode("utf-8", "replace")
         if not judge(case, *answer(matcher, text.encode()))[1]:
             continue
-        for name, (dress, _) in DRESSES.items():
-            kept = judge(case, *answer(matcher, dress(text).encode()))[1]
+        for name in names:
+            kept = judge(case, *answer(matcher, DRESSES[name][0](text).encode()))[1]
             out[name][0] += kept
             out[name][1] += 1
             if not kept:
@@ -212,24 +212,18 @@ def dress_rows(matcher, corpus: Path = CORPUS) -> dict[str, tuple[int, int, list
     return {k: tuple(v) for k, v in out.items()}
 
 
+def dress_rows(matcher, corpus: Path = CORPUS) -> dict[str, tuple[int, int, list[str]]]:
+    """Per dress: (right answers kept, right answers, the files whose answer it lost), over the
+    evident positives kbmatch answers right as pasted."""
+    return _dressed(matcher, corpus, lambda c: c["kind"] == "positive" and c.get("evident"), list(DRESSES))
+
+
 def dress_wrong_rows(matcher, corpus: Path = CORPUS) -> dict[str, tuple[int, int, list[str]]]:
     """Per dress that does not name vLLM: (wrong confident claims gained, pastes tried, their files),
     over the negatives and uncovered errors kbmatch makes no wrong confident claim on as pasted."""
     names = [name for name, (dress, _) in DRESSES.items() if "vllm" not in dress("").lower()]
-    out = {name: [0, 0, []] for name in names}
-    for case in cases(corpus):
-        if case["kind"] == "positive":
-            continue
-        text = case["path"].read_bytes().decode("utf-8", "replace")
-        if not judge(case, *answer(matcher, text.encode()))[1]:
-            continue
-        for name in names:
-            wrong = not judge(case, *answer(matcher, DRESSES[name][0](text).encode()))[1]
-            out[name][0] += wrong
-            out[name][1] += 1
-            if wrong:
-                out[name][2].append(case["file"])
-    return {k: tuple(v) for k, v in out.items()}
+    kept = _dressed(matcher, corpus, lambda c: c["kind"] != "positive", names)
+    return {name: (n - k, n, files) for name, (k, n, files) in kept.items()}
 
 
 def tolerant_matcher():

@@ -411,6 +411,9 @@ def test_one_flattened_frame_behind_a_launchers_prefix_is_a_frame():
 
     plain = "2025-06-16T07:42:55.123456789Z a note naming " + text.split("Z ", 1)[1]
     assert len(parse([(1, plain)])) == 1 and len(parse([(1, text)])) > 1
+    # with no prefix at all, unflatten decides: a sentence, then a traceback's header and the frame, is split
+    said = "It fails at start-up with: Traceback (most recent call last): " + text.split("Z ", 1)[1]
+    assert len(parse([(1, said)])) > 1
 
 
 def test_a_learned_prefix_is_taken_off_a_page_stored_as_html():
